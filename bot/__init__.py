@@ -1,0 +1,1 @@
+"""The quiz engine, storage, reminders and the Telegram, Discord and terminal adapters."""

@@ -1,0 +1,125 @@
+"""Assemble the engine from settings and serve every configured transport on one loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from typing import TYPE_CHECKING
+
+from bot.clock import SystemClock
+from bot.config import Settings
+from bot.db import make_engine, migrate
+from bot.engine import QuizEngine
+from cards.deck import default_deck
+from grader.base import Grader
+
+if TYPE_CHECKING:
+    from bot.clock import Clock
+    from bot.transport import Transport
+
+log = logging.getLogger(__name__)
+
+
+def build_grader(settings: Settings) -> Grader:
+    """The judge ``TRAPBOT_JUDGE`` names; ``auto`` is the LLM judge with an API key, else offline."""
+    choice = settings.trapbot_judge
+    if choice == "self":
+        from grader.selfgrade import SelfGrader
+
+        return SelfGrader()
+    try:
+        from grader.offline import OfflineJudge
+    except ImportError:  # the offline judge is not installed in this build
+        if choice == "offline":
+            raise
+        offline = None
+    else:
+        offline = OfflineJudge()
+    if choice == "llm" or (choice == "auto" and settings.openai_api_key is not None):
+        from grader.llm import LlmJudge
+
+        return LlmJudge.from_settings(settings, fallback=offline)
+    if offline is not None:
+        return offline
+    from grader.selfgrade import SelfGrader
+
+    return SelfGrader()
+
+
+def build_sims(settings: Settings):  # noqa: ANN201 - sims.service.SimService when present
+    try:
+        from sims.service import SimService
+    except ImportError:
+        return None
+    return SimService(cache_dir=settings.trapbot_sim_cache_dir)
+
+
+def build_engine(
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    grader: Grader | None = None,
+    interactive: bool = True,
+    with_sims: bool = True,
+) -> QuizEngine:
+    return QuizEngine(
+        make_engine(settings.database_url),
+        default_deck(),
+        grader or build_grader(settings),
+        clock or SystemClock(),
+        sims=build_sims(settings) if with_sims and settings.trapbot_plots else None,
+        interactive=interactive,
+        default_new_per_day=settings.trapbot_new_per_day,
+    )
+
+
+def build_transports(settings: Settings, engine: QuizEngine) -> list[Transport]:
+    transports: list[Transport] = []
+    if settings.telegram_bot_token is not None:
+        from bot.telegram.transport import TelegramTransport
+
+        transports.append(TelegramTransport(engine, settings))
+    if settings.discord_bot_token is not None:
+        from bot.discord.transport import DiscordTransport
+
+        transports.append(DiscordTransport(engine, settings))
+    return transports
+
+
+async def serve(settings: Settings) -> None:
+    """Run every configured transport and the reminder sweep until SIGINT/SIGTERM."""
+    migrate(settings.database_url)
+    engine = build_engine(settings)
+    transports = build_transports(settings, engine)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    for transport in transports:
+        await transport.start()
+        log.info("%s is serving", transport.platform)
+    by_platform = {t.platform: t for t in transports}
+    for learner_id, replies in await engine.recover_pending():
+        learner = engine.get_learner(learner_id)
+        if learner is not None and learner.platform in by_platform:
+            await by_platform[learner.platform].push(learner, replies)
+    extras = []
+    try:
+        from bot.reminders import start_reminders
+    except ImportError:
+        pass
+    else:
+        extras.append(await start_reminders(settings, engine, by_platform))
+    if engine.sims is not None:
+        warm = asyncio.create_task(engine.sims.warm_all())
+    try:
+        await stop.wait()
+    finally:
+        for extra in extras:
+            await extra.stop()
+        for transport in reversed(transports):
+            await transport.stop()
+        if engine.sims is not None:
+            warm.cancel()
+            await engine.sims.close()

@@ -1,0 +1,98 @@
+"""The ``trapbot`` command. Sub-commands import what they need when they run."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import sys
+
+
+def _run(args: argparse.Namespace) -> int:
+    from bot.config import get_settings
+
+    settings = get_settings()
+    if not settings.transports:
+        print(
+            "No TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN is set, so trapbot opens the terminal chat.",
+            file=sys.stderr,
+        )
+        return _chat(args)
+    from bot.app import serve
+
+    asyncio.run(serve(settings))
+    return 0
+
+
+def _chat(args: argparse.Namespace) -> int:
+    from bot.app import build_engine
+    from bot.config import get_settings
+    from bot.db import migrate
+    from bot.terminal import run_chat
+
+    settings = get_settings()
+    migrate(settings.database_url)
+    engine = build_engine(settings)
+
+    async def main() -> None:
+        try:
+            await run_chat(engine)
+        finally:
+            if engine.sims is not None:
+                await engine.sims.close()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        print("\nBye. Your progress is saved.")
+    return 0
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from bot.config import get_settings
+    from bot.db import migrate
+
+    url = get_settings().database_url
+    migrate(url)
+    print(f"Database is at the newest schema: {url.split('@')[-1]}")
+    return 0
+
+
+#: Packages that add their own sub-commands with ``register(subparsers)``.
+PLUGINS = ("cards.cli", "sims.cli", "grader.cli")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trapbot", description="Drill the traps of RL and RLHF interviews.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("run", help="serve every configured chat platform (the terminal chat when none)").set_defaults(
+        func=_run
+    )
+    sub.add_parser("chat", help="the quiz in this terminal").set_defaults(func=_chat)
+    sub.add_parser("migrate", help="bring the database to the newest schema").set_defaults(func=_migrate)
+    for name in PLUGINS:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as error:
+            if error.name != name:
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bot.config import get_settings
+
+    logging.basicConfig(
+        level=get_settings().trapbot_log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

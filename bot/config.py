@@ -1,0 +1,52 @@
+"""Settings from the environment or a ``.env`` file. Every one is in the README's table."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from platformdirs import user_data_dir
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_database_url() -> str:
+    directory = Path(user_data_dir("trapbot", appauthor=False))
+    return f"sqlite:///{directory / 'trapbot.db'}"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+
+    database_url: str = Field(default_factory=default_database_url)
+    telegram_bot_token: SecretStr | None = None
+    telegram_base_url: str | None = None
+    telegram_webhook_url: str | None = None
+    telegram_webhook_port: int = 8443
+    discord_bot_token: SecretStr | None = None
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str | None = None
+    trapbot_judge: Literal["auto", "llm", "offline", "self"] = "auto"
+    trapbot_judge_model: str = "gpt-4o-mini"
+    trapbot_judge_timeout: float = 20.0
+    trapbot_sim_cache_dir: str | None = None
+    trapbot_plots: bool = True
+    trapbot_metrics_port: int | None = None
+    trapbot_new_per_day: int = 1
+    trapbot_log_level: str = "INFO"
+
+    @property
+    def transports(self) -> list[str]:
+        """The chat platforms that have a token configured."""
+        found = []
+        if self.telegram_bot_token:
+            found.append("telegram")
+        if self.discord_bot_token:
+            found.append("discord")
+        return found
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,56 @@
+"""Database engine and migrations. SQLite (WAL) by default, PostgreSQL via ``DATABASE_URL``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def normalise_url(url: str) -> str:
+    """Use psycopg 3 for PostgreSQL URLs written the usual way."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; SQLite files get WAL, foreign keys and a busy timeout."""
+    url = normalise_url(url)
+    if url.startswith("sqlite"):
+        path = sa.engine.make_url(url).database
+        if path and path != ":memory:":
+            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+        @sa.event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection, _record):  # noqa: ANN001
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+        return engine
+    return sa.create_engine(url, pool_pre_ping=True)
+
+
+def alembic_config(url: str):  # noqa: ANN201 - alembic.config.Config, imported lazily
+    from alembic.config import Config
+
+    config = Config(str(MIGRATIONS_DIR / "alembic.ini"))
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("sqlalchemy.url", normalise_url(url).replace("%", "%%"))
+    return config
+
+
+def migrate(url: str) -> None:
+    """Upgrade the database at ``url`` to the newest migration."""
+    from alembic import command
+
+    make_engine(url).dispose()  # creates the SQLite directory
+    command.upgrade(alembic_config(url), "head")

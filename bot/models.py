@@ -1,0 +1,107 @@
+"""Tables: learners, their card states, every review, and the push log."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time
+from enum import StrEnum
+from typing import Any
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+# Stable constraint names, so Alembic can alter them on SQLite (batch mode) and PostgreSQL.
+SQLModel.metadata.naming_convention = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def _utc_datetime(**kwargs: Any) -> Any:
+    return Field(sa_type=sa.DateTime(timezone=True), **kwargs)
+
+
+class Learner(SQLModel, table=True):
+    """A person on one platform; the same human on Telegram and Discord is two learners."""
+
+    __table_args__ = (sa.UniqueConstraint("platform", "platform_user_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    platform: str = Field(max_length=16)  # "telegram", "discord", "terminal"
+    platform_user_id: str = Field(max_length=64)
+    chat_id: str | None = Field(default=None, max_length=64)  # where pushes go
+    display_name: str = Field(default="", max_length=128)
+    timezone: str = Field(default="UTC", max_length=64)
+    push_time: time = Field(default=time(9, 0), sa_column_kwargs={"server_default": "09:00:00"})
+    new_per_day: int = Field(default=1, sa_column_kwargs={"server_default": "1"})
+    paused: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
+    active: bool = Field(default=True, sa_column_kwargs={"server_default": sa.true()})
+    reminders: bool = Field(default=True, sa_column_kwargs={"server_default": sa.true()})
+    snoozed_until: datetime | None = _utc_datetime(default=None, nullable=True)
+    current_card_id: str | None = Field(default=None, max_length=16)
+    current_asked_at: datetime | None = _utc_datetime(default=None, nullable=True)
+    created_at: datetime = _utc_datetime()
+
+
+class CardState(SQLModel, table=True):
+    """SM-2 state of one card for one learner; ``due_on`` is in the learner's own calendar."""
+
+    __table_args__ = (sa.UniqueConstraint("learner_id", "card_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    learner_id: int = Field(foreign_key="learner.id", index=True, ondelete="CASCADE")
+    card_id: str = Field(max_length=16)
+    repetitions: int = 0
+    easiness_hundredths: int = 250
+    interval_days: int = 0
+    due_on: date = Field(index=True)
+    lapses: int = 0
+    introduced_on: date  # local date the learner first met the card
+    last_reviewed_at: datetime | None = _utc_datetime(default=None, nullable=True)
+    last_reviewed_on: date | None = None  # local date of the last scheduling review
+    repeat_today: bool = False  # SM-2 step 7: asked again today until it scores 4+
+    skipped_on: date | None = None  # /skip puts the card back until the next day
+
+
+class ReviewStatus(StrEnum):
+    PENDING = "pending"  # stored, not graded yet (a crash here is recovered at start)
+    AWAITING = "awaiting"  # a proposed grade waits for the learner to confirm
+    GRADED = "graded"
+    UNDONE = "undone"
+    FAILED = "failed"  # could not be graded; kept, never lost
+
+
+class Review(SQLModel, table=True):
+    """One submitted answer. Stored before it is graded."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    learner_id: int = Field(foreign_key="learner.id", index=True, ondelete="CASCADE")
+    card_id: str = Field(max_length=16)
+    card_version: str = Field(default="", max_length=32)
+    answer: str = Field(sa_type=sa.Text)
+    status: str = Field(default=ReviewStatus.PENDING, max_length=16, index=True)
+    same_day_repeat: bool = False  # step-7 repeat: changes neither EF nor the interval
+    grader: str | None = Field(default=None, max_length=64)
+    score: float | None = None
+    quality: int | None = None
+    judge_quality: int | None = None  # what the judge gave before an "I disagree" override
+    verdict: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)
+    state_before: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON)  # for /undo
+    created_at: datetime = _utc_datetime()
+    graded_at: datetime | None = _utc_datetime(default=None, nullable=True)
+
+
+class PushLog(SQLModel, table=True):
+    """One daily push per learner per local date: claimed before sending, marked sent after."""
+
+    __table_args__ = (sa.UniqueConstraint("learner_id", "local_date"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    learner_id: int = Field(foreign_key="learner.id", ondelete="CASCADE")
+    local_date: date
+    status: str = Field(default="claimed", max_length=16)  # claimed, sent, failed
+    claimed_at: datetime = _utc_datetime()
+    sent_at: datetime | None = _utc_datetime(default=None, nullable=True)
+    attempts: int = 0

@@ -1,0 +1,107 @@
+"""What every judge returns, and the protocol the quiz engine grades through.
+
+A judge gives per-point verdicts with evidence; it never gives the grade. The grade is
+computed from the verdicts by ``grader.scoring.grade_from_judgement``, the same way for
+every judge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from cards.schema import Card
+
+
+class PointVerdict(StrEnum):
+    PRESENT = "present"
+    PARTIAL = "partial"
+    ABSENT = "absent"
+    CONTRADICTED = "contradicted"
+
+
+@dataclass(frozen=True)
+class PointJudgement:
+    point_id: str
+    verdict: PointVerdict
+    quote: str = ""  # verbatim evidence from the answer; empty when absent
+
+
+@dataclass(frozen=True)
+class MisconceptionJudgement:
+    misconception_id: str
+    asserted: bool
+    quote: str = ""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A judge's reading of one answer against one card's key."""
+
+    judge: str  # "llm:<model>", "offline", "self", ...
+    points: tuple[PointJudgement, ...]
+    misconceptions: tuple[MisconceptionJudgement, ...] = ()
+    injection_suspected: bool = False
+    feedback: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Judgement:
+        return cls(
+            judge=data["judge"],
+            points=tuple(
+                PointJudgement(p["point_id"], PointVerdict(p["verdict"]), p.get("quote", ""))
+                for p in data.get("points", ())
+            ),
+            misconceptions=tuple(
+                MisconceptionJudgement(m["misconception_id"], bool(m["asserted"]), m.get("quote", ""))
+                for m in data.get("misconceptions", ())
+            ),
+            injection_suspected=bool(data.get("injection_suspected", False)),
+            feedback=data.get("feedback", ""),
+        )
+
+    def verdict_for(self, point_id: str) -> PointVerdict:
+        for point in self.points:
+            if point.point_id == point_id:
+                return point.verdict
+        return PointVerdict.ABSENT
+
+
+@dataclass(frozen=True)
+class Grade:
+    """The SM-2 quality (0-5) computed from a judgement, and why it is what it is."""
+
+    quality: int
+    score: float  # weighted coverage in [0, 1] before caps
+    judgement: Judgement
+    caps: tuple[str, ...] = field(default=())  # human-readable reasons the grade was capped
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """What a grader hands the engine.
+
+    ``grade`` is final unless ``needs_confirmation`` is set: then the learner confirms or
+    corrects the proposed per-point verdicts (assisted self-grading) or rates the answer
+    0-5 (self-grading, where ``grade`` is None).
+    """
+
+    grader: str
+    grade: Grade | None
+    needs_confirmation: bool = False
+
+
+@runtime_checkable
+class Grader(Protocol):
+    """Anything that can assess a free-text answer against a card."""
+
+    name: str
+
+    async def assess(self, card: Card, answer: str, *, interactive: bool) -> Assessment:
+        """Assess ``answer``; with ``interactive`` the learner may be asked to confirm."""
+        ...

@@ -1,0 +1,1 @@
+"""Small torch simulations that show each trap's mechanism happening, one file each."""

@@ -1,0 +1,28 @@
+"""Starting the chat imports no heavy module: torch, matplotlib and the embedding model load lazily."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+HEAVY = ("torch", "matplotlib", "sentence_transformers", "transformers")
+
+
+def test_chat_start_imports_nothing_heavy(tmp_path) -> None:
+    code = (
+        "import sys, io, asyncio\n"
+        "from bot.app import build_engine\n"
+        "from bot.config import get_settings\n"
+        "from bot.db import migrate\n"
+        "from bot.terminal import TerminalChat\n"
+        "migrate(get_settings().database_url)\n"
+        "engine = build_engine(get_settings())\n"
+        "asyncio.run(TerminalChat(engine, io.StringIO('/help\\n/quit\\n'), io.StringIO(), user='ada').run())\n"
+        f"print('heavy=' + ','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}", "TRAPBOT_SIM_CACHE_DIR": str(tmp_path / "sims")}
+    env.pop("OPENAI_API_KEY", None)
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "heavy="
