@@ -3,7 +3,6 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 TORCH := torch==2.13.0
-# CPU build of torch: this machine's wheel cache first, else PyTorch's CPU index.
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
 .PHONY: run test install dev lint bench clean
@@ -21,9 +20,11 @@ dev: $(VENV)/.installed-dev
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# The CPU build is 2.13.0+cpu: found in a local wheel cache (pip's find-links) when there is
+# one, else on PyPI's side index for CPU builds; either way pip never picks the CUDA build.
 $(VENV)/.torch: | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --no-index $(TORCH) 2>/dev/null \
-		|| $(BIN)/python -m pip install --quiet $(TORCH) --index-url $(TORCH_CPU_INDEX)
+	$(BIN)/python -m pip install --quiet "$(TORCH)+cpu" 2>/dev/null \
+		|| $(BIN)/python -m pip install --quiet "$(TORCH)+cpu" --extra-index-url $(TORCH_CPU_INDEX)
 	touch $@
 
 $(VENV)/.installed: pyproject.toml $(VENV)/.torch
