@@ -21,7 +21,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # The CPU build is 2.13.0+cpu: found in a local wheel cache (pip's find-links) when there is
-# one, else on PyPI's side index for CPU builds; either way pip never picks the CUDA build.
+# one, else on PyTorch's own index of CPU builds; either way pip never picks the CUDA build.
 $(VENV)/.torch: | $(BIN)/python
 	$(BIN)/python -m pip install --quiet "$(TORCH)+cpu" 2>/dev/null \
 		|| $(BIN)/python -m pip install --quiet "$(TORCH)+cpu" --extra-index-url $(TORCH_CPU_INDEX)

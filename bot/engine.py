@@ -12,8 +12,8 @@ import logging
 import random
 import unicodedata
 from collections import defaultdict
-from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -24,7 +24,8 @@ from sqlmodel import Session, col, select
 from bot import texts
 from bot.actions import Action, InvalidAction, Verb
 from bot.clock import Clock, local_date
-from bot.models import CardState, Learner, Review, ReviewStatus
+from bot.models import CardState, Learner, PushLog, PushStatus, Review, ReviewStatus
+from bot.pushtime import next_push_at, tomorrows_push_at
 from bot.prefs import PreferenceError, parse_new_per_day, parse_push_time, parse_timezone
 from bot.replies import Button, PlotImage, Reply, ReplyKind
 from cards.deck import Deck
@@ -128,6 +129,7 @@ class QuizEngine:
                 new_per_day=self.default_new_per_day,
                 created_at=self.clock.now(),
             )
+            learner.next_push_at = next_push_at(learner.push_time, learner.timezone, self.clock.now(), None)
             session.add(learner)
             try:
                 session.commit()
@@ -632,8 +634,6 @@ class QuizEngine:
                 # Explicit deletes: SQLite enforces ON DELETE CASCADE only with the pragma on.
                 for table in (Review, CardState):
                     session.exec(sa.delete(table).where(table.learner_id == learner_id))  # type: ignore[call-overload]
-                from bot.models import PushLog
-
                 session.exec(sa.delete(PushLog).where(PushLog.learner_id == learner_id))  # type: ignore[call-overload]
                 session.exec(sa.delete(Learner).where(Learner.id == learner_id))  # type: ignore[call-overload]
                 session.commit()
@@ -694,6 +694,10 @@ class QuizEngine:
                 return [self._unknown_learner()]
             for name, value in changes.items():
                 setattr(learner, name, value)
+            if {"timezone", "push_time", "paused"} & changes.keys():
+                learner.next_push_at = next_push_at(
+                    learner.push_time, learner.timezone, self.clock.now(), learner.last_pushed_at
+                )
             session.add(learner)
             session.commit()
         return [Reply("Saved.\n\n" + self._settings_summary(learner), kind=ReplyKind.SETTINGS)]
@@ -712,18 +716,48 @@ class QuizEngine:
         raise InvalidAction("unknown settings button")
 
     async def _snooze(self, learner_id: int, action: Action) -> list[Reply]:
+        """Snooze today's push for some hours, or skip it until tomorrow."""
         learner = self._require(learner_id)
+        now = self.clock.now()
+        today = self.today(learner)
         if action.verb is Verb.SKIP_TODAY:
-            today = self.today(learner)
-            tomorrow = datetime.combine(today + timedelta(days=1), time(0), tzinfo=_zone(learner.timezone))
-            until = tomorrow
+            due, status = tomorrows_push_at(learner.push_time, learner.timezone, now), PushStatus.SKIPPED
             message = "No more reminders today. See you tomorrow."
         else:
-            hours = action.int_arg(1, 24)
-            until = self.clock.now() + timedelta(hours=hours)
-            message = f"Snoozed for {hours} h."
-        self._apply_settings(learner_id, {"snoozed_until": until})
+            hours = action.int_arg(1, 12)
+            due, status = now + timedelta(hours=hours), PushStatus.SNOOZED
+            message = f"Snoozed: I'll remind you in {hours} h."
+        with Session(self.db) as session:
+            db_learner = session.get(Learner, learner_id)
+            assert db_learner is not None
+            db_learner.next_push_at = due
+            log_row = session.exec(
+                select(PushLog).where(PushLog.learner_id == learner_id, PushLog.local_date == today)
+            ).first()
+            if log_row is None:
+                log_row = PushLog(learner_id=learner_id, local_date=today, claimed_at=now)
+            log_row.status = status
+            session.add_all([db_learner, log_row])
+            session.commit()
         return [Reply(message)]
+
+    async def push_replies(self, learner_id: int) -> list[Reply]:
+        """The daily push: the next trap with answer, snooze and skip-today buttons; empty when
+        there is nothing to ask."""
+        replies = await self.next_trap(learner_id)
+        question = replies[-1]
+        if question.kind not in (ReplyKind.QUESTION, ReplyKind.CONFIRM):
+            return []
+        extra = (
+            Button("Snooze 1 h", Action(Verb.SNOOZE, arg="1").encode()),
+            Button("Snooze 3 h", Action(Verb.SNOOZE, arg="3").encode()),
+            Button("Skip today", Action(Verb.SKIP_TODAY).encode()),
+        )
+        first = ()
+        if question.kind is ReplyKind.QUESTION and question.card_id:
+            first = ((Button("Answer now", Action(Verb.ANSWER, arg=question.card_id).encode()),),)
+        pushed = replace(question, buttons=first + question.buttons + (extra,), ephemeral=False)
+        return [*replies[:-1], pushed]
 
     # ----- stats ------------------------------------------------------------------------
 
@@ -919,9 +953,3 @@ def _restore(state: CardState, snap: dict[str, Any]) -> None:
     state.last_reviewed_at = datetime.fromisoformat(snap["last_reviewed_at"]) if snap["last_reviewed_at"] else None
     state.repeat_today = snap["repeat_today"]
     state.skipped_on = date.fromisoformat(snap["skipped_on"]) if snap.get("skipped_on") else None
-
-
-def _zone(name: str):  # noqa: ANN202
-    from zoneinfo import ZoneInfo
-
-    return ZoneInfo(name)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, time
+from datetime import UTC, date, datetime, time
 from enum import StrEnum
 from typing import Any
 
@@ -19,8 +19,28 @@ SQLModel.metadata.naming_convention = {
 }
 
 
+class UtcDateTime(sa.TypeDecorator):
+    """A timezone-aware UTC datetime on every database (SQLite drops the offset on its own)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetimes are ambiguous; pass an aware one")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
 def _utc_datetime(**kwargs: Any) -> Any:
-    return Field(sa_type=sa.DateTime(timezone=True), **kwargs)
+    return Field(sa_type=UtcDateTime, **kwargs)
 
 
 class Learner(SQLModel, table=True):
@@ -39,7 +59,9 @@ class Learner(SQLModel, table=True):
     paused: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
     active: bool = Field(default=True, sa_column_kwargs={"server_default": sa.true()})
     reminders: bool = Field(default=True, sa_column_kwargs={"server_default": sa.true()})
-    snoozed_until: datetime | None = _utc_datetime(default=None, nullable=True)
+    # The daily push: the next moment it is due (UTC; indexed, so a sweep is one range scan).
+    next_push_at: datetime | None = _utc_datetime(default=None, nullable=True, index=True)
+    last_pushed_at: datetime | None = _utc_datetime(default=None, nullable=True)
     current_card_id: str | None = Field(default=None, max_length=16)
     current_asked_at: datetime | None = _utc_datetime(default=None, nullable=True)
     created_at: datetime = _utc_datetime()
@@ -93,6 +115,16 @@ class Review(SQLModel, table=True):
     graded_at: datetime | None = _utc_datetime(default=None, nullable=True)
 
 
+class PushStatus(StrEnum):
+    CLAIMED = "claimed"  # a sweep owns it and is sending; a stale claim is taken over
+    SENT = "sent"
+    FAILED = "failed"  # transient; retried by a later sweep
+    SNOOZED = "snoozed"  # sent, then snoozed by the learner: due again later today
+    SKIPPED = "skipped"  # "skip today"
+    BLOCKED = "blocked"  # the learner blocked the bot
+    ABANDONED = "abandoned"  # failed too often today
+
+
 class PushLog(SQLModel, table=True):
     """One daily push per learner per local date: claimed before sending, marked sent after."""
 
@@ -101,7 +133,7 @@ class PushLog(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     learner_id: int = Field(foreign_key="learner.id", ondelete="CASCADE")
     local_date: date
-    status: str = Field(default="claimed", max_length=16)  # claimed, sent, failed
+    status: str = Field(default=PushStatus.CLAIMED, max_length=16)
     claimed_at: datetime = _utc_datetime()
     sent_at: datetime | None = _utc_datetime(default=None, nullable=True)
     attempts: int = 0

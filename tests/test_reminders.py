@@ -1,0 +1,324 @@
+"""Daily pushes: on time in every timezone, exactly once, across crashes, restarts and workers."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session, select
+
+from bot.actions import Action, Verb
+from bot.clock import FixedClock
+from bot.db import make_engine
+from bot.engine import QuizEngine
+from bot.models import Learner, PushLog, PushStatus
+from bot.pushtime import local_push_moment, next_push_at
+from bot.reminders import CLAIM_LEASE, ReminderSweeper, TokenBucket
+from bot.replies import Reply
+from bot.transport import PushOutcome
+from grader.selfgrade import SelfGrader
+
+
+class RecordingTransport:
+    """A platform that records every push; it can fail, block or die on chosen learners."""
+
+    platform = "telegram"
+
+    def __init__(self, *, blocked: set[str] = frozenset(), fail: set[str] = frozenset(), die: set[str] = frozenset()):
+        self.sent: list[tuple[str, list[Reply]]] = []
+        self.blocked, self.fail, self.die = set(blocked), set(fail), set(die)
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def push(self, learner: Learner, replies: list[Reply]) -> PushOutcome:
+        user = learner.platform_user_id
+        if user in self.die:
+            self.die.discard(user)
+            raise asyncio.CancelledError  # the process is killed between claim and send
+        if user in self.blocked:
+            return PushOutcome.BLOCKED
+        if user in self.fail:
+            return PushOutcome.FAILED
+        self.sent.append((user, replies))
+        return PushOutcome.SENT
+
+    @property
+    def users(self) -> list[str]:
+        return [user for user, _ in self.sent]
+
+
+def make_engine_for(db, deck, clock) -> QuizEngine:
+    return QuizEngine(db, deck, SelfGrader(), clock)
+
+
+def sweeper_for(engine: QuizEngine, transport: RecordingTransport) -> ReminderSweeper:
+    return ReminderSweeper(engine, {"telegram": transport}, rates={"telegram": 10_000.0})
+
+
+async def add_learner(engine: QuizEngine, user: str, tz: str = "UTC", at: str = "09:00") -> int:
+    learner = engine.learner("telegram", user, chat_id=user)
+    await engine.update_settings(learner.id, "timezone", tz)
+    await engine.update_settings(learner.id, "time", at)
+    return learner.id  # type: ignore[return-value]
+
+
+def push_rows(engine: QuizEngine) -> list[PushLog]:
+    with Session(engine.db) as session:
+        return list(session.exec(select(PushLog).order_by(PushLog.learner_id, PushLog.local_date)))
+
+
+def test_push_moments_across_dst() -> None:
+    ny = "America/New_York"
+    # 02:30 does not exist on 8 March 2026 in New York: it lands at 03:30 EDT = 07:30 UTC.
+    assert local_push_moment(date(2026, 3, 8), time(2, 30), ny) == datetime(2026, 3, 8, 7, 30, tzinfo=UTC)
+    # 01:30 happens twice on 1 November 2026: the first (EDT, 05:30 UTC) is the push.
+    assert local_push_moment(date(2026, 11, 1), time(1, 30), ny) == datetime(2026, 11, 1, 5, 30, tzinfo=UTC)
+    assert local_push_moment(date(2026, 11, 2), time(1, 30), ny) == datetime(2026, 11, 2, 6, 30, tzinfo=UTC)
+    pushed = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    assert next_push_at(time(9), "UTC", pushed, pushed) == datetime(2026, 3, 3, 9, tzinfo=UTC)
+    assert next_push_at(time(9), "UTC", datetime(2026, 3, 2, 12, tzinfo=UTC), None) == pushed
+
+
+async def test_learners_at_the_ends_of_the_clock(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 1, 18, 0, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    transport = RecordingTransport()
+    sweeper = sweeper_for(engine, transport)
+    await add_learner(engine, "kiritimati", "UTC+14")  # 09:00 local on 2 March = 19:00 UTC on 1 March
+    await add_learner(engine, "baker", "UTC-12")  # 09:00 local on 1 March = 21:00 UTC on 1 March
+    await sweeper.sweep()
+    assert transport.users == []
+    clock.set(datetime(2026, 3, 1, 19, 0, tzinfo=UTC))
+    await sweeper.sweep()
+    assert transport.users == ["kiritimati"]
+    clock.set(datetime(2026, 3, 1, 21, 0, tzinfo=UTC))
+    await sweeper.sweep()
+    await sweeper.sweep()
+    assert transport.users == ["kiritimati", "baker"]
+    days = {(row.learner_id, row.local_date, row.status) for row in push_rows(engine)}
+    assert {(d, s) for _, d, s in days} == {(date(2026, 3, 2), "sent"), (date(2026, 3, 1), "sent")}
+
+
+async def test_dst_days_push_once(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 8, 5, 0, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    transport = RecordingTransport()
+    sweeper = sweeper_for(engine, transport)
+    await add_learner(engine, "spring", "America/New_York", "02:30")
+    for minute in range(0, 6 * 60, 30):  # 05:00 to 11:00 UTC in 30-minute sweeps
+        clock.set(datetime(2026, 3, 8, 5, 0, tzinfo=UTC) + timedelta(minutes=minute))
+        await sweeper.sweep()
+        if clock.now() < datetime(2026, 3, 8, 7, 30, tzinfo=UTC):
+            assert transport.users == []
+    assert transport.users == ["spring"]
+
+    clock.set(datetime(2026, 11, 1, 4, 0, tzinfo=UTC))
+    fall = await add_learner(engine, "fall", "America/New_York", "01:30")
+    # Learner "spring" has its own next push; only look at "fall".
+    for minute in range(0, 4 * 60, 15):  # 04:00 to 08:00 UTC covers both 01:30s
+        clock.set(datetime(2026, 11, 1, 4, 0, tzinfo=UTC) + timedelta(minutes=minute))
+        await sweeper.sweep()
+    assert transport.users.count("fall") == 1
+    assert [r.local_date for r in push_rows(engine) if r.learner_id == fall] == [date(2026, 11, 1)]
+
+
+async def test_timezone_change_after_todays_push_does_not_push_again(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    transport = RecordingTransport()
+    sweeper = sweeper_for(engine, transport)
+    learner_id = await add_learner(engine, "traveller", "UTC+14", "09:00")  # UTC+14: already 23:00 on 2 March
+    await sweeper.sweep()
+    assert transport.users == ["traveller"]
+    # Flies west to UTC-12, where it is 21:00 on 1 March. The push for 2 March already went
+    # out, so 09:00 on 2 March in UTC-12 (21:00 UTC) brings nothing; 3 March does.
+    await engine.update_settings(learner_id, "timezone", "UTC-12")
+    for hours in range(0, 36):
+        clock.set(datetime(2026, 3, 2, 9, 0, tzinfo=UTC) + timedelta(hours=hours))
+        await sweeper.sweep()
+    assert transport.users == ["traveller"]
+    clock.set(datetime(2026, 3, 3, 21, 0, tzinfo=UTC))  # 09:00 on 3 March in UTC-12
+    await sweeper.sweep()
+    assert transport.users == ["traveller", "traveller"]
+    assert [row.local_date for row in push_rows(engine)] == [date(2026, 3, 2), date(2026, 3, 3)]
+
+
+async def test_crash_between_claim_and_send_is_retried_once(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    transport = RecordingTransport(die={"ada"})
+    sweeper = sweeper_for(engine, transport)
+    await add_learner(engine, "ada")
+    with pytest.raises(asyncio.CancelledError):
+        await sweeper.sweep()
+    [row] = push_rows(engine)
+    assert row.status == PushStatus.CLAIMED and transport.users == []
+    # A restarted process inside the lease leaves the claim alone: no double send.
+    restarted = sweeper_for(make_engine_for(db, small_deck, clock), transport)
+    clock.advance(minutes=1)
+    await restarted.sweep()
+    assert transport.users == []
+    clock.advance(seconds=CLAIM_LEASE.total_seconds())
+    await restarted.sweep()
+    await restarted.sweep()
+    assert transport.users == ["ada"]
+    [row] = push_rows(engine)
+    assert (row.status, row.attempts) == (PushStatus.SENT, 2)
+
+
+async def test_two_sweeps_at_once_push_each_learner_once(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine_a = make_engine_for(db, small_deck, clock)
+    engine_b = make_engine_for(db, small_deck, clock)
+    for i in range(40):
+        await add_learner(engine_a, f"u{i}")
+    transport = RecordingTransport()
+    a = ReminderSweeper(engine_a, {"telegram": transport}, batch_size=7, rates={"telegram": 10_000.0})
+    b = ReminderSweeper(engine_b, {"telegram": transport}, batch_size=5, rates={"telegram": 10_000.0})
+    await asyncio.gather(a.sweep(), b.sweep())
+    await asyncio.gather(a.sweep(), b.sweep())
+    assert sorted(transport.users) == sorted(f"u{i}" for i in range(40))
+
+
+async def test_restart_mid_sweep_loses_and_duplicates_nothing(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    for i in range(30):
+        await add_learner(engine, f"u{i}")
+    transport = RecordingTransport()
+    slow = ReminderSweeper(engine, {"telegram": transport}, batch_size=4, rates={"telegram": 50.0})
+    task = asyncio.create_task(slow.sweep())
+    while len(transport.sent) < 10:
+        await asyncio.sleep(0.005)
+    task.cancel()  # killed in the middle of the sweep
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    first = len(transport.sent)
+    assert 10 <= first < 30
+    clock.advance(seconds=CLAIM_LEASE.total_seconds() + 60)  # any claim the kill left behind expires
+    restarted = sweeper_for(make_engine_for(db, small_deck, clock), transport)
+    await restarted.sweep()
+    assert sorted(transport.users) == sorted(f"u{i}" for i in range(30))
+
+
+async def test_blocked_learners_are_deactivated_and_idle_ones_wait(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    transport = RecordingTransport(blocked={"gone"})
+    sweeper = sweeper_for(engine, transport)
+    gone = await add_learner(engine, "gone")
+    done = await add_learner(engine, "done")
+    paused = await add_learner(engine, "paused")
+    await engine.update_settings(paused, "pause", "")
+    # "done" has already met today's new trap and has nothing due.
+    await engine.next_trap(done)
+    [confirm] = await engine.submit_answer(done, "the proxy reward is not the goal")
+    await engine.act(done, Action(Verb.RATE, confirm.review_id, "5").encode())
+    report = await sweeper.sweep()
+    assert transport.users == [] and report.blocked == 1 and report.nothing_to_ask == 1
+    assert engine.get_learner(gone).active is False
+    clock.advance(days=1)
+    await sweeper.sweep()
+    assert transport.users == ["done"]  # due again; "gone" is never pushed again, "paused" waits
+
+
+async def test_push_carries_the_trap_and_snooze_buttons(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    transport = RecordingTransport()
+    sweeper = sweeper_for(engine, transport)
+    learner_id = await add_learner(engine, "ada")
+    await sweeper.sweep()
+    [(_, replies)] = transport.sent
+    push = replies[-1]
+    datas = [Action.decode(b.data) for row in push.buttons for b in row]
+    assert push.card_id == "rl-91" and not push.ephemeral
+    assert Action(Verb.ANSWER, arg="rl-91") in datas and Action(Verb.SKIP_TODAY) in datas
+    snooze = next(a for a in datas if a.verb is Verb.SNOOZE and a.arg == "3")
+    [reply] = await engine.act(learner_id, snooze.encode())
+    assert "3 h" in reply.text
+    clock.advance(hours=2)
+    await sweeper.sweep()
+    assert len(transport.sent) == 1
+    clock.advance(hours=1, minutes=1)
+    await sweeper.sweep()
+    assert len(transport.sent) == 2  # the snoozed push comes back, once
+    [reply] = await engine.act(learner_id, Action(Verb.SKIP_TODAY).encode())
+    clock.advance(hours=4)
+    await sweeper.sweep()
+    assert len(transport.sent) == 2
+
+
+async def test_token_bucket_paces_sends() -> None:
+    now = [0.0]
+    bucket = TokenBucket(rate=100.0, burst=1.0, monotonic=lambda: now[0])
+    await bucket.take()
+    waited = []
+
+    async def fake_sleep_take() -> None:
+        task = asyncio.create_task(bucket.take())
+        await asyncio.sleep(0)
+        waited.append(task.done())
+        now[0] += 0.01
+        await task
+
+    await fake_sleep_take()
+    assert waited == [False]  # the second token was not available until 10 ms had passed
+
+
+WORKER = """
+import asyncio, sys
+from datetime import datetime
+from pathlib import Path
+from bot.clock import FixedClock
+from bot.db import make_engine
+from bot.engine import QuizEngine
+from bot.reminders import ReminderSweeper
+from bot.transport import PushOutcome
+from cards.deck import load_deck
+from grader.selfgrade import SelfGrader
+
+url, deck_dir, out, start = sys.argv[1:5]
+
+
+class FileTransport:
+    platform = "telegram"
+
+    async def push(self, learner, replies):
+        with open(out, "a") as handle:  # one short line per push: appends never interleave
+            handle.write(learner.platform_user_id + "\\n")
+        return PushOutcome.SENT
+
+
+engine = QuizEngine(make_engine(url), load_deck(Path(deck_dir)), SelfGrader(), FixedClock(datetime.fromisoformat(start)))
+sweeper = ReminderSweeper(engine, {"telegram": FileTransport()}, batch_size=25, rates={"telegram": 10_000.0})
+asyncio.run(sweeper.sweep())
+"""
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_two_worker_processes_on_postgresql(db_url: str, small_deck, tmp_path: Path) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(make_engine(db_url), small_deck, clock)
+
+    async def setup() -> None:
+        for i in range(300):
+            await add_learner(engine, f"u{i}")
+
+    asyncio.run(setup())
+    out = tmp_path / "pushed.txt"
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    args = [sys.executable, str(script), db_url, str(tmp_path / "deck"), str(out), clock.now().isoformat()]
+    workers = [subprocess.Popen(args, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for worker in workers:
+        _, err = worker.communicate(timeout=120)
+        assert worker.returncode == 0, err
+    pushed = out.read_text().split()
+    assert len(pushed) == 300 and len(set(pushed)) == 300
