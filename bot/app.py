@@ -104,22 +104,24 @@ async def serve(settings: Settings) -> None:
         learner = engine.get_learner(learner_id)
         if learner is not None and learner.platform in by_platform:
             await by_platform[learner.platform].push(learner, replies)
-    extras = []
-    try:
-        from bot.reminders import start_reminders
-    except ImportError:
-        pass
-    else:
-        extras.append(await start_reminders(settings, engine, by_platform))
-    if engine.sims is not None:
-        warm = asyncio.create_task(engine.sims.warm_all())
+    from bot.reminders import start_reminders
+
+    reminders = await start_reminders(settings, engine, by_platform)
+    ops = None
+    if settings.trapbot_metrics_port is not None:
+        from bot.ops import start_ops_server
+
+        ops = await start_ops_server(settings.trapbot_metrics_port)
+    warm = asyncio.create_task(engine.sims.warm_all()) if engine.sims is not None else None
     try:
         await stop.wait()
     finally:
-        for extra in extras:
-            await extra.stop()
+        await reminders.stop()
+        if ops is not None:
+            await ops.cleanup()
         for transport in reversed(transports):
             await transport.stop()
-        if engine.sims is not None:
+        if warm is not None:
             warm.cancel()
+        if engine.sims is not None:
             await engine.sims.close()

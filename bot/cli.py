@@ -82,14 +82,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def configure_logging() -> None:
+    """Text or JSON lines on stderr; configured secrets are masked in every record."""
     from bot.config import get_settings
+    from bot.ops import JsonFormatter, SecretFilter
 
-    logging.basicConfig(
-        level=get_settings().trapbot_log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    logging.getLogger("alembic").setLevel(logging.WARNING)
+    settings = get_settings()
+    handler = logging.StreamHandler()
+    if settings.trapbot_log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(SecretFilter(settings.secrets()))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(settings.trapbot_log_level.upper())
+    for noisy in ("alembic", "httpx", "apscheduler"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def main(argv: list[str] | None = None) -> int:
+    configure_logging()
     args = build_parser().parse_args(argv)
     return args.func(args)
 

@@ -35,6 +35,12 @@ class Settings(BaseSettings):
     trapbot_metrics_port: int | None = None
     trapbot_new_per_day: int = 1
     trapbot_log_level: str = "INFO"
+    trapbot_log_format: Literal["text", "json"] = "text"
+
+    def secrets(self) -> list[str]:
+        """Every configured secret, so logs can mask them."""
+        found = [self.telegram_bot_token, self.discord_bot_token, self.openai_api_key]
+        return [secret.get_secret_value() for secret in found if secret is not None]
 
     @property
     def transports(self) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time as _time
 import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, replace
@@ -25,12 +26,14 @@ from bot import texts
 from bot.actions import Action, InvalidAction, Verb
 from bot.clock import Clock, local_date
 from bot.models import CardState, Learner, PushLog, PushStatus, Review, ReviewStatus
-from bot.pushtime import next_push_at, tomorrows_push_at
+from bot.ops import GRADING
 from bot.prefs import PreferenceError, parse_new_per_day, parse_push_time, parse_timezone
+from bot.pushtime import next_push_at, tomorrows_push_at
 from bot.replies import Button, PlotImage, Reply, ReplyKind
 from cards.deck import Deck
 from cards.schema import Card
-from cards.sm2 import Sm2State, needs_same_day_repeat, review as sm2_review
+from cards.sm2 import Sm2State, needs_same_day_repeat
+from cards.sm2 import review as sm2_review
 from grader.base import Assessment, Grade, Grader, Judgement, PointJudgement, PointVerdict
 from grader.scoring import grade_from_judgement
 
@@ -356,8 +359,10 @@ class QuizEngine:
 
     async def _grade_stored(self, review: Review, card: Card, *, interactive: bool | None = None) -> list[Reply]:
         interactive = self.interactive if interactive is None else interactive
+        started = _time.perf_counter()
         try:
             assessment = await self.grader.assess(card, review.answer, interactive=interactive)
+            GRADING.labels(assessment.grader.split(" ")[0]).observe(_time.perf_counter() - started)
         except Exception:  # a judge must never lose an answer; fall back to self-grading
             log.exception("grader %s failed on review %s", getattr(self.grader, "name", "?"), review.id)
             if not interactive:

@@ -28,6 +28,7 @@ from sqlmodel import Session, col, func, select
 
 from bot.clock import local_date
 from bot.models import CardState, Learner, PushLog, PushStatus
+from bot.ops import DUE_LEARNERS, PUSH_LAG, PUSHES
 from bot.pushtime import next_push_at, tomorrows_push_at
 from bot.transport import PushOutcome
 
@@ -231,6 +232,7 @@ class ReminderSweeper:
                     session.add(learner)
                 session.commit()  # releases the row locks; the push-log claim guards the rest
             report.due += len(batch)
+            DUE_LEARNERS.set(report.due)
             report.nothing_to_ask += len(idle)
             after = (batch[-1].next_push_at, batch[-1].id)  # type: ignore[assignment]
             for learner in batch:
@@ -259,10 +261,13 @@ class ReminderSweeper:
             log.exception("push to learner %s failed", learner.id)
             outcome = PushOutcome.FAILED
         sent_at = self.clock.now()
+        PUSHES.labels(learner.platform, outcome.value).inc()
         if outcome is PushOutcome.SENT:
             report.sent += 1
             if learner.next_push_at is not None:
-                report.lag_seconds.append((sent_at - learner.next_push_at).total_seconds())
+                lag = (sent_at - learner.next_push_at).total_seconds()
+                report.lag_seconds.append(lag)
+                PUSH_LAG.observe(max(lag, 0.0))
             self._finish(
                 learner.id, day, PushStatus.SENT, sent_at,  # type: ignore[arg-type]
                 next_at=next_push_at(learner.push_time, learner.timezone, sent_at, sent_at),
