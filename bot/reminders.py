@@ -99,6 +99,9 @@ class ReminderSweeper:
         self.sweep_seconds = sweep_seconds
         rates = {**PLATFORM_RATE, **(rates or {})}
         self.buckets = {name: TokenBucket(rates.get(name, 5.0)) for name in transports}
+        # A sweep reads no more learners than it could send to in its minute: the rest wait
+        # for the next sweep instead of being loaded and dropped.
+        self.max_per_sweep = max(batch_size, int(sum(rates.get(name, 5.0) for name in transports) * sweep_seconds))
         self.deck_size = deck_size if deck_size is not None else len(engine.deck)
         self.postgres = self.db.dialect.name == "postgresql"
 
@@ -106,20 +109,25 @@ class ReminderSweeper:
 
     def due_learners(self, session: Session, now: datetime, limit: int, after: tuple[datetime, int] | None) -> list[Learner]:
         """Active, unpaused learners whose push moment has come, oldest first (one index scan)."""
+        # Only next_push_at bounds the scan, so the planner walks that index and nothing else
+        # (a platform filter here made SQLite pick the (platform, user) index and scan everyone).
         query = (
             select(Learner)
             .where(
+                col(Learner.next_push_at) <= now,
                 Learner.active == sa.true(),
                 Learner.paused == sa.false(),
-                col(Learner.next_push_at).is_not(None),
-                col(Learner.next_push_at) <= now,
-                col(Learner.platform).in_(list(self.transports)),
             )
             .order_by(col(Learner.next_push_at), col(Learner.id))
             .limit(limit)
         )
         if after is not None:
-            query = query.where(sa.tuple_(Learner.next_push_at, Learner.id) > sa.tuple_(*after))
+            # Keyset paging written as a range on the index plus a tie-break on id.
+            moment, last_id = after
+            query = query.where(
+                col(Learner.next_push_at) >= moment,
+                sa.or_(col(Learner.next_push_at) > moment, col(Learner.id) > last_id),
+            )
         if self.postgres:
             query = query.with_for_update(skip_locked=True, of=Learner)
         return list(session.exec(query))
@@ -220,12 +228,13 @@ class ReminderSweeper:
         started = _time.monotonic()
         after: tuple[datetime, int] | None = None
         now = self.clock.now()
-        while _time.monotonic() - started < self.sweep_seconds:
+        while _time.monotonic() - started < self.sweep_seconds and report.due < self.max_per_sweep:
             with Session(self.db, expire_on_commit=False) as session:
-                batch = self.due_learners(session, now, self.batch_size, after)
+                batch = self.due_learners(session, now, min(self.batch_size, self.max_per_sweep - report.due), after)
                 if not batch:
                     break
-                ready = self.has_something_to_ask(session, batch, now)
+                reachable = [learner for learner in batch if learner.platform in self.transports]
+                ready = self.has_something_to_ask(session, reachable, now)
                 idle = [learner for learner in batch if learner.id not in ready]
                 for learner in idle:  # nothing due and no new trap: look again tomorrow
                     learner.next_push_at = tomorrows_push_at(learner.push_time, learner.timezone, now)
@@ -302,6 +311,14 @@ async def start_reminders(settings: Settings, engine: QuizEngine, transports: di
         report = await sweeper.sweep()
         if report.due:
             log.info("push sweep: %s due, %s sent, %s failed, %s blocked", report.due, report.sent, report.failed, report.blocked)
+        # A Discord server's trap of the day rides the same sweep.
+        for transport in transports.values():
+            post_due = getattr(transport, "post_due_traps", None)
+            if post_due is not None:
+                try:
+                    await post_due()
+                except Exception:  # one platform's failure must not stop the minute's sweep
+                    log.exception("posting the servers' traps of the day failed")
 
     # One job for everyone; never two sweeps of this process at once; a missed minute is merged.
     scheduler.add_job(sweep, "interval", minutes=1, id="push-sweep", max_instances=1, coalesce=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlmodel import SQLModel
 
+import bot.discord.models  # registers the Discord tables
 import bot.models  # noqa: F401  (registers the tables)
 from bot.config import get_settings
 from bot.db import make_engine
