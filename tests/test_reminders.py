@@ -28,9 +28,18 @@ class RecordingTransport:
 
     platform = "telegram"
 
-    def __init__(self, *, blocked: set[str] = frozenset(), fail: set[str] = frozenset(), die: set[str] = frozenset()):
+    def __init__(
+        self,
+        *,
+        blocked: set[str] = frozenset(),
+        fail: set[str] = frozenset(),
+        die: set[str] = frozenset(),
+        hang_after: int | None = None,
+    ):
         self.sent: list[tuple[str, list[Reply]]] = []
         self.blocked, self.fail, self.die = set(blocked), set(fail), set(die)
+        self.hang_after = hang_after
+        self.hanging = asyncio.Event()
 
     async def start(self) -> None: ...
 
@@ -38,6 +47,9 @@ class RecordingTransport:
 
     async def push(self, learner: Learner, replies: list[Reply]) -> PushOutcome:
         user = learner.platform_user_id
+        if self.hang_after is not None and len(self.sent) >= self.hang_after:
+            self.hanging.set()
+            await asyncio.Event().wait()  # stuck mid-send until the process is killed
         if user in self.die:
             self.die.discard(user)
             raise asyncio.CancelledError  # the process is killed between claim and send
@@ -191,19 +203,20 @@ async def test_restart_mid_sweep_loses_and_duplicates_nothing(db, small_deck) ->
     engine = make_engine_for(db, small_deck, clock)
     for i in range(30):
         await add_learner(engine, f"u{i}")
-    transport = RecordingTransport()
-    slow = ReminderSweeper(engine, {"telegram": transport}, batch_size=4, rates={"telegram": 50.0})
-    task = asyncio.create_task(slow.sweep())
-    while len(transport.sent) < 10:
-        await asyncio.sleep(0.005)
-    task.cancel()  # killed in the middle of the sweep
+    transport = RecordingTransport(hang_after=10)
+    first_run = ReminderSweeper(engine, {"telegram": transport}, batch_size=4, rates={"telegram": 10_000.0})
+    task = asyncio.create_task(first_run.sweep())
+    await transport.hanging.wait()
+    task.cancel()  # killed in the middle of the sweep, during the 11th send
     with pytest.raises(asyncio.CancelledError):
         await task
-    first = len(transport.sent)
-    assert 10 <= first < 30
-    clock.advance(seconds=CLAIM_LEASE.total_seconds() + 60)  # any claim the kill left behind expires
+    assert len(transport.sent) == 10
+    transport.hang_after = None
     restarted = sweeper_for(make_engine_for(db, small_deck, clock), transport)
-    await restarted.sweep()
+    await restarted.sweep()  # the 11th learner's claim is still within its lease: left alone
+    assert len(transport.users) == 29
+    clock.advance(seconds=CLAIM_LEASE.total_seconds() + 60)
+    await restarted.sweep()  # the dead claim has expired: taken over and sent, once
     assert sorted(transport.users) == sorted(f"u{i}" for i in range(30))
 
 
