@@ -1,0 +1,561 @@
+"""Telegram updates in, engine calls out.
+
+What counts as an answer:
+- in a private chat, any text that is not a command (a reply to a trap's message answers that
+  trap: its card id, e.g. ``rl-08``, is in the question's first line);
+- in a group, only a reply to one of the bot's trap messages, or a message that mentions the
+  bot; it is graded for whoever sent it, each member with their own schedule.
+
+Right after /start in a private chat, a short text that reads as a place, an offset or a time
+("Berlin 07:30", "UTC+2", "7pm") sets the timezone and push time instead.
+
+Telegram apps split a message longer than 4,096 characters into several messages. A text close
+to that length is therefore held for a moment (``split_wait_seconds``) and joined with the parts
+that follow it, so a long answer is graded once, as one answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from sqlmodel import Session, select
+from telegram import BotCommand, Message, MessageEntity, Update
+from telegram.constants import ChatMemberStatus, ChatType
+from telegram.error import Forbidden, TelegramError
+from telegram.ext import (
+    CallbackQueryHandler,
+    ChatMemberHandler,
+    CommandHandler,
+    MessageHandler,
+    filters,
+)
+
+from bot import texts
+from bot.actions import Action, InvalidAction, Verb
+from bot.markup import to_plain
+from bot.models import Learner
+from bot.prefs import PreferenceError, parse_push_time, parse_timezone
+from bot.replies import Button, Reply, ReplyKind
+from bot.telegram.activity import set_active
+from bot.telegram.delivery import Delivery, Destination
+from bot.telegram.format import utf16_length
+from bot.telegram.sequencing import UserSequencer
+
+if TYPE_CHECKING:
+    from telegram import Bot
+    from telegram.ext import Application, ContextTypes
+
+    from bot.engine import QuizEngine
+    from cards.deck import Deck
+
+log = logging.getLogger(__name__)
+
+PLATFORM = "telegram"
+
+COMMANDS = (
+    BotCommand("start", "What trapbot is, and your timezone and push time"),
+    BotCommand("trap", "The next trap: a due review or a new one"),
+    BotCommand("hint", "A nudge for the open trap"),
+    BotCommand("skip", "Put the open trap back for later"),
+    BotCommand("stats", "Streak, what is due, mastery, with a plot"),
+    BotCommand("settings", "Push time, timezone, new traps a day, pause"),
+    BotCommand("undo", "Take back your last grade"),
+    BotCommand("forget", "Delete everything stored about you"),
+    BotCommand("help", "The commands"),
+)
+
+SETUP_HINT = "Or send your city or UTC offset and a time right here, for example `Berlin 07:30` or `UTC+2 7pm`."
+SETUP_UNREAD = (
+    "I read that as neither a place nor a time. Send a city (`Berlin`), a zone (`Europe/Berlin`), "
+    "an offset (`UTC+2`) and/or a time (`07:30`), or tap a button above."
+)
+TEXT_ONLY = "I grade text only: send your answer as a message (stickers, photos and voice notes are not read)."
+EDITED = (
+    "Edits are not graded again: I graded the message as you first sent it. "
+    "To replace that grade, send /undo and then your new answer."
+)
+GROUP_HELP = "\n\nIn a group, answer a trap by replying to its message; each of you gets your own grade and schedule."
+FAILED = "Something went wrong on my side. Anything you sent is saved; try again in a moment."
+
+#: Buttons whose message is used up once pressed: their keyboard is taken off.
+SPENT_BY_PRESS = frozenset(
+    {
+        Verb.RATE,
+        Verb.CONFIRM,
+        Verb.OVERRIDE,
+        Verb.FORGET,
+        Verb.SETTINGS,
+        Verb.SNOOZE,
+        Verb.SKIP_TODAY,
+        Verb.SKIP,
+        Verb.EXTRA,
+    }
+)
+
+_CARD_ID = re.compile(r"(?<![\w-])([a-z][a-z0-9]*-\d+)(?![\w-])")
+
+
+def find_card_id(text: str, deck: Deck) -> str | None:
+    """The first deck card id in a message's text (the trap's header carries it)."""
+    for match in _CARD_ID.finditer(text):
+        if match.group(1) in deck:
+            return match.group(1)
+    return None
+
+
+def parse_setup(text: str) -> list[tuple[str, str]] | None:
+    """Settings typed after /start: ``[(field, value), ...]``, or None when it is not that."""
+    value = " ".join(text.split())
+    if not value or len(value) > 64:
+        return None
+    if _reads(parse_push_time, value):
+        return [("time", value)]
+    if _reads(parse_timezone, value):
+        return [("timezone", value)]
+    tokens = [t for t in re.split(r"[,;]?\s+|,|;", value) if t]
+    for i in range(1, len(tokens)):
+        head, tail = " ".join(tokens[:i]), " ".join(tokens[i:])
+        if _reads(parse_timezone, head) and _reads(parse_push_time, tail):
+            return [("timezone", head), ("time", tail)]
+        if _reads(parse_push_time, head) and _reads(parse_timezone, tail):
+            return [("timezone", tail), ("time", head)]
+    return None
+
+
+def _reads(parse: Callable[[str], Any], value: str) -> bool:
+    try:
+        parse(value)
+    except PreferenceError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """Who sent an update and where the replies go."""
+
+    user_id: int
+    learner_id: int
+    private: bool
+    dest: Destination
+
+
+@dataclass
+class _Parts:
+    """A long text waiting for the parts Telegram split off it."""
+
+    incoming: Incoming
+    card_id: str | None
+    texts: list[str]
+    timer: asyncio.Task[Any] | None = field(default=None, repr=False)
+
+
+class TelegramHandlers:
+    """The update callbacks; one instance per running bot."""
+
+    def __init__(
+        self,
+        engine: QuizEngine,
+        delivery: Delivery,
+        sequencer: UserSequencer,
+        *,
+        split_wait_seconds: float = 1.5,
+        split_threshold: int = 3500,
+    ):
+        self.engine = engine
+        self.delivery = delivery
+        self.sequencer = sequencer
+        self.split_wait_seconds = split_wait_seconds
+        self.split_threshold = split_threshold
+        self.setup_pending: set[int] = set()  # user ids whose next short text may be settings
+        self.parts: dict[int, _Parts] = {}
+
+    def register(self, app: Application) -> None:
+        new = filters.UpdateType.MESSAGE  # edited messages have a handler of their own
+        commands: dict[str, Callable[[Update, Any], Awaitable[None]]] = {
+            "start": self.on_start,
+            "trap": self.on_trap,
+            "hint": self.on_hint,
+            "skip": self.on_skip,
+            "stats": self.on_stats,
+            "settings": self.on_settings,
+            "undo": self.on_undo,
+            "forget": self.on_forget,
+            "help": self.on_help,
+        }
+        for name, callback in commands.items():
+            app.add_handler(CommandHandler(name, callback, filters=new))
+        app.add_handler(MessageHandler(new & filters.COMMAND, self.on_unknown_command))
+        app.add_handler(CallbackQueryHandler(self.on_button))
+        app.add_handler(MessageHandler(new & filters.TEXT & ~filters.COMMAND, self.on_text))
+        app.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE, self.on_edited))
+        app.add_handler(
+            MessageHandler(new & ~filters.TEXT & ~filters.StatusUpdate.ALL, self.on_other)
+        )
+        app.add_handler(ChatMemberHandler(self.on_membership, ChatMemberHandler.MY_CHAT_MEMBER))
+        app.add_error_handler(self.on_error)
+
+    # ----- who and where ----------------------------------------------------------------
+
+    def incoming(self, update: Update) -> Incoming | None:
+        """The sender as a learner (created on first contact), or None for updates to ignore."""
+        user, chat = update.effective_user, update.effective_chat
+        if user is None or chat is None or user.is_bot or chat.type == ChatType.CHANNEL:
+            return None
+        private = chat.type == ChatType.PRIVATE
+        learner = self.engine.learner(
+            PLATFORM, user.id, display_name=user.full_name, chat_id=chat.id if private else None
+        )
+        if private and not learner.active:
+            set_active(self.engine, learner.id, True)  # they unblocked the bot and wrote again
+        message = update.effective_message
+        thread = (
+            getattr(message, "message_thread_id", None)
+            if getattr(message, "is_topic_message", False)
+            else None
+        )
+        reply_to = message.message_id if (message is not None and not private) else None
+        assert learner.id is not None
+        return Incoming(user.id, learner.id, private, Destination(chat.id, thread, reply_to))
+
+    async def _begin(self, update: Update) -> Incoming | None:
+        """Common start of every command and button: finish a held long text first."""
+        incoming = self.incoming(update)
+        if incoming is not None:
+            await self._flush_parts(incoming.user_id)
+            self.setup_pending.discard(incoming.user_id)
+        return incoming
+
+    async def _run(
+        self,
+        incoming: Incoming,
+        work: Callable[[], Awaitable[list[Reply]]],
+        *,
+        typing: bool = False,
+    ) -> None:
+        """Call the engine, then send what it said; engine errors become a clear message."""
+        try:
+            if typing:
+                async with self.delivery.typing(incoming.dest):
+                    replies = await work()
+            else:
+                replies = await work()
+        except InvalidAction as error:
+            replies = [Reply(f"That did not work: {error}.", kind=ReplyKind.ERROR)]
+        except Exception:
+            log.exception("engine call failed for learner %s", incoming.learner_id)
+            replies = [Reply(FAILED, kind=ReplyKind.ERROR)]
+        await self.send(incoming, replies)
+
+    async def send(self, incoming: Incoming, replies: list[Reply]) -> None:
+        try:
+            await self.delivery.send(incoming.dest, replies)
+        except Forbidden as error:
+            log.info("cannot write to chat %s: %s", incoming.dest.chat_id, error)
+            if incoming.private:
+                set_active(self.engine, incoming.learner_id, False)
+        except TelegramError as error:
+            log.warning("sending to chat %s failed: %s", incoming.dest.chat_id, error)
+
+    # ----- commands ---------------------------------------------------------------------
+
+    async def on_start(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        incoming = await self._begin(update)
+        if incoming is None:
+            return
+
+        async def work() -> list[Reply]:
+            replies = await self.engine.start(incoming.learner_id)
+            if incoming.private and replies:
+                self.setup_pending.add(incoming.user_id)
+                replies[0] = replace(replies[0], text=replies[0].text + "\n\n" + SETUP_HINT)
+            return replies
+
+        await self._run(incoming, work)
+
+    async def on_trap(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        if incoming := await self._begin(update):
+            await self._run(incoming, lambda: self.engine.next_trap(incoming.learner_id))
+
+    async def on_hint(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        if incoming := await self._begin(update):
+            await self._run(incoming, lambda: self.engine.hint(incoming.learner_id))
+
+    async def on_skip(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        if incoming := await self._begin(update):
+            await self._run(incoming, lambda: self.engine.skip(incoming.learner_id))
+
+    async def on_stats(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        if incoming := await self._begin(update):
+            await self._run(
+                incoming, lambda: self.engine.stats(incoming.learner_id, with_plot=True)
+            )
+
+    async def on_undo(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        if incoming := await self._begin(update):
+            await self._run(incoming, lambda: self.engine.undo(incoming.learner_id))
+
+    async def on_forget(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        # Always asks first, whatever follows the command.
+        if incoming := await self._begin(update):
+            await self._run(incoming, lambda: self.engine.forget(incoming.learner_id))
+
+    async def on_help(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        if incoming := await self._begin(update):
+            text = texts.HELP + "\n\nReply to a trap's message to answer that trap." + GROUP_HELP
+            await self.send(incoming, [Reply(text)])
+
+    async def on_settings(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        incoming = await self._begin(update)
+        if incoming is None:
+            return
+        args = list(context.args or [])
+
+        async def work() -> list[Reply]:
+            if not args:
+                return self.engine.settings(incoming.learner_id)
+            return await self.engine.update_settings(
+                incoming.learner_id, args[0], " ".join(args[1:])
+            )
+
+        await self._run(incoming, work)
+
+    async def on_unknown_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        message = update.effective_message
+        chat = update.effective_chat
+        if message is None or chat is None or chat.type != ChatType.PRIVATE:
+            return  # in groups, other bots' commands are none of our business
+        incoming = await self._begin(update)
+        if incoming is None:
+            return
+        command = (message.text or "").split(maxsplit=1)[0][:40]
+        await self.send(
+            incoming,
+            [Reply(f"I don't know {command}. Send /help for the commands.", kind=ReplyKind.ERROR)],
+        )
+
+    # ----- answers and other messages -------------------------------------------------------
+
+    async def on_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        message, chat, user = update.effective_message, update.effective_chat, update.effective_user
+        if message is None or chat is None or user is None:
+            return
+        text = message.text or ""
+        private = chat.type == ChatType.PRIVATE
+        held = self.parts.get(user.id)
+        card_id = self._replied_card(message, context.bot)
+        if (
+            not private
+            and card_id is None
+            and (held is None or held.incoming.dest.chat_id != chat.id)
+        ):
+            stripped = self._without_mention(message, context.bot)
+            if stripped is None:
+                return  # group chatter: not an answer, and no learner record for it
+            text = stripped
+        incoming = self.incoming(update)
+        if incoming is None:
+            return
+        if held is not None:
+            if held.incoming.dest.chat_id == incoming.dest.chat_id:
+                held.texts.append(text)
+                if self._looks_split(text):
+                    self._arm(incoming.user_id, held)
+                else:
+                    await self._flush_parts(incoming.user_id)
+                return
+            await self._flush_parts(incoming.user_id)
+        setup = private and incoming.user_id in self.setup_pending and card_id is None
+        if setup and await self._setup_input(incoming, text):
+            return
+        if self._looks_split(text):
+            held = _Parts(incoming, card_id, [text])
+            self.parts[incoming.user_id] = held
+            self._arm(incoming.user_id, held)
+            return
+        await self._answer(incoming, text, card_id)
+
+    async def _answer(self, incoming: Incoming, text: str, card_id: str | None) -> None:
+        self.setup_pending.discard(incoming.user_id)
+        await self._run(
+            incoming,
+            lambda: self.engine.submit_answer(incoming.learner_id, text, card_id=card_id),
+            typing=True,
+        )
+
+    async def _setup_input(self, incoming: Incoming, text: str) -> bool:
+        """Apply settings typed after /start; False when the text should be read as an answer."""
+        changes = parse_setup(text)
+        if changes is None:
+            learner = self.engine.get_learner(incoming.learner_id)
+            if learner is not None and learner.current_card_id is not None:
+                self.setup_pending.discard(incoming.user_id)
+                return False
+            await self.send(incoming, [Reply(SETUP_UNREAD, kind=ReplyKind.ERROR)])
+            return True
+        self.setup_pending.discard(incoming.user_id)
+
+        async def work() -> list[Reply]:
+            replies: list[Reply] = []
+            for name, value in changes:
+                replies = await self.engine.update_settings(incoming.learner_id, name, value)
+                if any(r.kind is ReplyKind.ERROR for r in replies):
+                    return replies
+            trap_now = ((Button("Give me a trap now", Action(Verb.NEXT).encode()),),)
+            return [replace(r, buttons=r.buttons or trap_now) for r in replies]
+
+        await self._run(incoming, work)
+        return True
+
+    def _looks_split(self, text: str) -> bool:
+        return utf16_length(text) >= self.split_threshold
+
+    def _arm(self, user_id: int, held: _Parts) -> None:
+        if held.timer is not None:
+            held.timer.cancel()
+        held.timer = self.delivery.spawn(self._parts_timer(user_id, held), name=f"parts:{user_id}")
+
+    async def _parts_timer(self, user_id: int, held: _Parts) -> None:
+        await asyncio.sleep(self.split_wait_seconds)
+        async with self.sequencer.turn(("user", user_id)):
+            if self.parts.get(user_id) is held:
+                await self._flush_parts(user_id)
+
+    async def _flush_parts(self, user_id: int) -> None:
+        """Grade a held long text now, with its parts. The caller holds the user's turn."""
+        held = self.parts.pop(user_id, None)
+        if held is None:
+            return
+        if held.timer is not None and held.timer is not asyncio.current_task():
+            held.timer.cancel()
+        await self._answer(held.incoming, "\n".join(held.texts), held.card_id)
+
+    async def flush_all(self) -> None:
+        """Grade every held long text (at shutdown: nothing a learner sent is dropped)."""
+        for user_id in list(self.parts):
+            async with self.sequencer.turn(("user", user_id)):
+                await self._flush_parts(user_id)
+
+    def _replied_card(self, message: Message, bot: Bot) -> str | None:
+        replied = message.reply_to_message
+        if replied is None or replied.from_user is None or replied.from_user.id != bot.id:
+            return None
+        return find_card_id(replied.text or replied.caption or "", self.engine.deck)
+
+    @staticmethod
+    def _without_mention(message: Message, bot: Bot) -> str | None:
+        """The text without the bot's @mention, or None when the bot is not mentioned."""
+        text = message.text or ""
+        username = (bot.username or "").casefold()
+        found = False
+        entities = message.parse_entities([MessageEntity.MENTION, MessageEntity.TEXT_MENTION])
+        for entity, value in entities.items():
+            if (entity.type == MessageEntity.MENTION and value[1:].casefold() == username) or (
+                entity.type == MessageEntity.TEXT_MENTION
+                and entity.user is not None
+                and entity.user.id == bot.id
+            ):
+                found = True
+                text = text.replace(value, " ", 1)
+        return text.strip() if found else None
+
+    async def on_other(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Stickers, photos, voice notes, files: a pointer to text in private, silence in groups."""
+        message, chat = update.effective_message, update.effective_chat
+        if message is None or chat is None:
+            return
+        if chat.type != ChatType.PRIVATE and self._replied_card(message, context.bot) is None:
+            return
+        incoming = self.incoming(update)
+        if incoming is not None:
+            await self.send(incoming, [Reply(TEXT_ONLY)])
+
+    async def on_edited(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        message, chat = update.edited_message, update.effective_chat
+        if message is None or chat is None or chat.type != ChatType.PRIVATE or not message.text:
+            return
+        if message.text.startswith("/"):
+            return
+        incoming = self.incoming(update)
+        if incoming is not None:
+            await self.send(incoming, [Reply(EDITED)])
+
+    # ----- buttons ----------------------------------------------------------------------
+
+    async def on_button(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        query = update.callback_query
+        if query is None:
+            return
+        incoming = await self._begin(update)
+        data = query.data
+        if incoming is None or not isinstance(data, str) or not data:
+            await self._answer_query(query, "That button does nothing.", alert=False)
+            return
+        try:
+            verb: Verb | None = Action.decode(data).verb
+        except InvalidAction:
+            verb = None
+        try:
+            replies = await self.engine.act(incoming.learner_id, data)
+        except Exception:
+            log.exception("button failed for learner %s", incoming.learner_id)
+            await self._answer_query(query, to_plain(FAILED), alert=True)
+            return
+        if replies and all(r.kind is ReplyKind.ERROR for r in replies):
+            # Stale, forged or someone else's button: tell only the person who pressed it.
+            await self._answer_query(query, to_plain(replies[0].text), alert=True)
+            return
+        await self._answer_query(query)
+        message = query.message if isinstance(query.message, Message) else None
+        if verb is Verb.FORGET and any("deleted" in r.text for r in replies):
+            self.setup_pending.discard(incoming.user_id)
+        if message is not None:
+            if verb is Verb.TICK and len(replies) == 1 and replies[0].kind is ReplyKind.CONFIRM:
+                if await self.delivery.edit(message.chat.id, message.message_id, replies[0]):
+                    return
+            elif verb in SPENT_BY_PRESS:
+                await self.delivery.clear_buttons(message.chat.id, message.message_id)
+            if not incoming.private:
+                incoming = replace(
+                    incoming, dest=replace(incoming.dest, reply_to=message.message_id)
+                )
+        await self.send(incoming, replies)
+
+    async def _answer_query(
+        self, query: Any, text: str | None = None, *, alert: bool = False
+    ) -> None:
+        try:
+            await query.answer(text=text[:200] if text else None, show_alert=alert)
+        except TelegramError as error:  # too old (over ~15 minutes) or already answered
+            log.debug("callback query answer failed: %s", error)
+
+    # ----- membership, errors ---------------------------------------------------------------
+
+    async def on_membership(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """A learner blocking (or unblocking) the bot in private: stop (or resume) pushes."""
+        change = update.my_chat_member
+        if change is None or change.chat.type != ChatType.PRIVATE:
+            return
+        with Session(self.engine.db) as session:
+            learner = session.exec(
+                select(Learner).where(
+                    Learner.platform == PLATFORM,
+                    Learner.platform_user_id == str(change.from_user.id),
+                )
+            ).first()
+        if learner is None:
+            return
+        status = change.new_chat_member.status
+        if status in (ChatMemberStatus.BANNED, ChatMemberStatus.LEFT):
+            set_active(self.engine, learner.id, False)
+        elif status == ChatMemberStatus.MEMBER:
+            set_active(self.engine, learner.id, True)
+
+    async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        update_id = update.update_id if isinstance(update, Update) else None
+        log.error("update %s raised", update_id, exc_info=context.error)
