@@ -313,8 +313,13 @@ class FakeBotApi:
         bot_id: int | None = None,
         username: str = "trapbot_test_bot",
         first_name: str = "trapbot",
+        sends_per_second: float | None = None,
     ):
         self.token = token
+        # Telegram's global limit: more sends than this in any one-second window get a 429.
+        self.sends_per_second = sends_per_second
+        self._recent_sends: list[float] = []
+        self.rate_limited = 0
         self.bot_id = bot_id if bot_id is not None else int(token.split(":", 1)[0])
         self.username = username
         self.first_name = first_name
@@ -725,6 +730,13 @@ class FakeBotApi:
         return web.json_response(body, status=status)
 
     def _maybe_fail(self, method: str, params: dict[str, Any]) -> None:
+        if self.sends_per_second is not None and method.startswith(("send", "edit", "answer")) and method != "sendchataction":
+            now = time.monotonic()
+            self._recent_sends = [t for t in self._recent_sends if now - t < 1.0]
+            if len(self._recent_sends) >= self.sends_per_second:
+                self.rate_limited += 1
+                raise ApiError(429, "Too Many Requests: retry after 1", {"retry_after": 1})
+            self._recent_sends.append(now)
         for failure in self._failures:
             if failure.method != method or failure.times <= 0:
                 continue
