@@ -60,6 +60,13 @@ def style_axes(ax: Axes, title: str, xlabel: str, ylabel: str, legend: bool = Tr
         ax.legend(fontsize=10, framealpha=0.9)
 
 
+def png_size(png: bytes) -> tuple[int, int]:
+    """(width, height) in pixels read from a PNG's IHDR chunk; ValueError if not a PNG."""
+    if not png.startswith(b"\x89PNG\r\n\x1a\n") or png[12:16] != b"IHDR":
+        raise ValueError("not a PNG")
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
 def figure_png(fig: Figure, suptitle: str | None = None) -> bytes:
     """Render a figure to PNG bytes."""
     if suptitle:

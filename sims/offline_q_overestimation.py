@@ -1,0 +1,366 @@
+"""Offline actor-critic overestimates Q on unseen actions; CQL's penalty keeps Q bounded.
+
+A driving toy: each step shows a road s ~ U[-1, 1] whose safe speed is 0.5 - 0.2 s; the reward
+is the speed a in [-1, 1], minus 3 per unit above the safe speed (a skid); discount 0.9. The
+fixed data set comes from a cautious driver, a ~ N(0, 0.1^2), so no action above ~0.3 (none of
+them unsafe) is ever seen: in the data, faster is always better. Offline SAC (Haarnoja et al.
+2018, arXiv 1801.01290: twin critics, tanh-Gaussian actor, entropy bonus) evaluates its Bellman
+target at a' ~ pi(s'), where the critic only extrapolates ("faster is better" all the way to a =
+1); the actor climbs that extrapolation into the skids, and bootstrapping feeds the error back
+into every target, so its Q estimate climbs far above the true return of its policy
+(extrapolation error: Fujimoto et al. 2019, BCQ, arXiv 1812.02900; Kumar et al. 2019, BEAR,
+arXiv 1906.00949). CQL(H) (Kumar, Zhou, Tucker & Levine 2020, arXiv 2006.04779) adds alpha *
+(log sum_a exp Q(s, a) - Q(s, a_data)) to the critic loss, with the log-sum-exp over the
+continuous action space estimated by importance sampling from uniform and current-policy
+actions; it pushes down every action the data do not support, so Q stays near or below the true
+return and the policy stays near the data. No extra optimiser is involved (alpha is fixed). Both
+learners train side by side as one batched set of networks. The plot shows each learner's Q
+estimate against the exact true return of its own policy over training, and the critics' Q(s, a)
+across actions at one state.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+
+from sims.common import PALETTE, Result, figure_png, new_figure, seeded, style_axes
+
+TITLE = "Offline actor-critic: Q overestimation vs CQL"
+CAPTION = (
+    "Offline SAC's Q estimate (solid red) climbs far above the true return of its policy "
+    "(dashed): it trusts its critic on actions the data never tried. CQL's penalty keeps Q at "
+    "or below the true return. Right: the critics over actions; the grey band is the data."
+)
+
+SAC, CQL = 0, 1
+GAMMA = 0.9
+
+
+@dataclass(frozen=True)
+class Config:
+    """Data set, networks and training length."""
+
+    transitions: int = 4096
+    """Size of the fixed offline data set."""
+    behaviour_std: float = 0.1
+    """Standard deviation of the behaviour policy's actions around 0."""
+    hidden: int = 32
+    """Hidden width of critics and actors (two hidden layers)."""
+    steps: int = 200
+    """Gradient steps (critic and actor each step)."""
+    batch: int = 64
+    """Transitions per step."""
+    learning_rate: float = 3e-3
+    """Adam step size for critics and actors."""
+    cql_alpha: float = 0.05
+    """Weight of CQL's conservative penalty."""
+    cql_samples: int = 4
+    """Uniform and policy action samples each, per state, for the log-sum-exp estimate."""
+    entropy_weight: float = 0.05
+    """SAC temperature (fixed)."""
+    target_tau: float = 0.1
+    """Polyak rate of the target critics."""
+    eval_every: int = 10
+    """Steps between evaluations of the Q estimate and the true return."""
+    seed: int = 0
+    """Seed for data, initialisation and sampling."""
+
+
+class Adam:
+    """Adam (Kingma & Ba 2014, arXiv 1412.6980) over (parameters, learning rate) groups.
+
+    torch.optim's first use imports torch._dynamo (~1.2 s here), longer than these sims train;
+    this is the same update rule without that import.
+    """
+
+    def __init__(self, groups, betas=(0.9, 0.999), eps=1e-8):
+        import torch
+
+        self.groups = [(list(params), lr) for params, lr in groups]
+        self.betas, self.eps, self.steps = betas, eps, 0
+        self.moments = [
+            [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
+            for params, _ in self.groups
+        ]
+
+    def zero_grad(self) -> None:
+        for params, _ in self.groups:
+            for param in params:
+                param.grad = None
+
+    def step(self, lr_scale: float = 1.0) -> None:
+        """One update; lr_scale multiplies every group's learning rate (for schedules)."""
+        import torch
+
+        self.steps += 1
+        beta1, beta2 = self.betas
+        correction1, correction2 = 1 - beta1**self.steps, 1 - beta2**self.steps
+        with torch.no_grad():
+            for (params, lr), moments in zip(self.groups, self.moments):
+                for param, (mean, square) in zip(params, moments):
+                    if param.grad is None:
+                        continue
+                    mean.mul_(beta1).add_(param.grad, alpha=1 - beta1)
+                    square.mul_(beta2).addcmul_(param.grad, param.grad, value=1 - beta2)
+                    denominator = (square / correction2).sqrt_().add_(self.eps)
+                    param.addcdiv_(mean, denominator, value=-lr * lr_scale / correction1)
+
+
+class BatchedMLP:
+    """E independent MLPs evaluated in one batched matmul: input (E, B, in) -> (E, B, out)."""
+
+    def __init__(self, members: int, sizes: list[int], generator):
+        import torch
+
+        self.params = []
+        for fan_in, fan_out in pairwise(sizes):
+            bound = fan_in**-0.5
+            weight = (torch.rand(members, fan_in, fan_out, generator=generator) * 2 - 1) * bound
+            bias = (torch.rand(members, 1, fan_out, generator=generator) * 2 - 1) * bound
+            self.params += [weight.requires_grad_(), bias.requires_grad_()]
+
+    def __call__(self, x, params=None):
+        import torch
+
+        params = self.params if params is None else params
+        for layer in range(0, len(params), 2):
+            x = torch.baddbmm(params[layer + 1], x, params[layer])
+            if layer + 2 < len(params):
+                x = torch.relu(x)
+        return x
+
+    def copy_params(self):
+        return [p.detach().clone() for p in self.params]
+
+
+def speed_limit(states):
+    """Fastest safe speed on the road ahead: 0.5 - 0.2 s, between 0.3 and 0.7."""
+    return 0.5 - 0.2 * states
+
+
+def reward(states, actions):
+    """Progress a while a <= limit(s); past the limit the car skids and loses 3 per unit over."""
+    return actions - 3 * (actions - speed_limit(states)).clamp(min=0)
+
+
+def squashed_gaussian(actor_out, generator):
+    """Sample a = tanh(u), u ~ N(mean, std); log pi(a|s) with the tanh change of variables."""
+    import torch
+
+    mean, log_std = actor_out[..., 0], actor_out[..., 1].clamp(-5, 1)
+    noise = torch.randn(mean.shape, generator=generator)
+    pre_tanh = mean + log_std.exp() * noise
+    action = torch.tanh(pre_tanh)
+    log_prob = (
+        -0.5 * noise**2 - log_std - 0.5 * math.log(2 * math.pi) - torch.log(1 - action**2 + 1e-6)
+    )
+    return action, log_prob
+
+
+def true_values(actor, states, actions=None):
+    """Exact Q^pi(s, a) of each actor's deterministic policy tanh(mean(s)); shape (E, B).
+
+    Roads are drawn afresh each step (s' ~ U[-1, 1], whatever a was), so
+    Q^pi(s, a) = r(s, a) + gamma / (1 - gamma) * E_s'[r(s', pi(s'))], the expectation taken on a
+    fine grid. With actions=None, a = pi(s) and this is the true return V^pi(s).
+    """
+    import torch
+
+    members = len(actor.params[0])
+    road = torch.linspace(-1, 1, 401).expand(members, -1)
+    with torch.no_grad():
+        mean_reward = reward(road, torch.tanh(actor(road[..., None])[..., 0])).mean(1, keepdim=True)
+        if actions is None:
+            actions = torch.tanh(actor(states.expand(members, -1)[..., None])[..., 0])
+        return reward(states, actions) + GAMMA / (1 - GAMMA) * mean_reward
+
+
+def run(config: Config = Config()) -> Result:
+    """Train offline SAC and CQL side by side on the same data; track Q vs true return."""
+    generator = seeded(config.seed)
+    import torch
+
+    n = config.transitions
+    states = torch.rand(n, generator=generator) * 2 - 1
+    actions = (config.behaviour_std * torch.randn(n, generator=generator)).clamp(-1, 1)
+    next_states = torch.rand(n, generator=generator) * 2 - 1
+    rewards = reward(states, actions)
+
+    # Critic members: [SAC q1, SAC q2, CQL q1, CQL q2]; actor members: [SAC, CQL].
+    critics = BatchedMLP(4, [2, config.hidden, config.hidden, 1], generator)
+    actors = BatchedMLP(2, [1, config.hidden, config.hidden, 2], generator)
+    targets = critics.copy_params()
+    critic_opt = Adam([(critics.params, config.learning_rate)])
+    actor_opt = Adam([(actors.params, config.learning_rate)])
+    uses_cql = torch.tensor([0.0, 0.0, 1.0, 1.0])[:, None]
+    log_uniform_density = math.log(0.5)  # uniform on [-1, 1]
+    k = config.cql_samples
+
+    def q_values(params, s, a):
+        """Q of all four critics; s, a are (4, B) -> (4, B)."""
+        return critics(torch.stack([s, a], -1), params)[..., 0]
+
+    def per_critic(x):
+        """(2, ...) per-learner tensor -> (4, ...) per-critic (two critics per learner)."""
+        return x.repeat_interleave(2, 0)
+
+    eval_states = torch.linspace(-0.95, 0.95, 64)
+    history = {"step": [], "q_sac": [], "q_cql": [], "return_sac": [], "return_cql": []}
+    for step in range(config.steps + 1):
+        if step % config.eval_every == 0:
+            with torch.no_grad():
+                both = eval_states.expand(2, -1)
+                policy_actions = torch.tanh(actors(both[..., None])[..., 0])
+                q = q_values(None, per_critic(both), per_critic(policy_actions))
+                q_per_learner = q.view(2, 2, -1).min(1).values.mean(1)
+            returns = true_values(actors, eval_states).mean(1)
+            history["step"].append(step)
+            history["q_sac"].append(float(q_per_learner[SAC]))
+            history["q_cql"].append(float(q_per_learner[CQL]))
+            history["return_sac"].append(float(returns[SAC]))
+            history["return_cql"].append(float(returns[CQL]))
+        if step == config.steps:
+            break
+
+        batch = torch.randint(0, n, (config.batch,), generator=generator)
+        s, a, r, s_next = states[batch], actions[batch], rewards[batch], next_states[batch]
+
+        # Critic: soft Bellman target r + gamma * (min target Q(s', a') - temp * log pi(a'|s')).
+        with torch.no_grad():
+            next_action, next_log_prob = squashed_gaussian(
+                actors(s_next.expand(2, -1)[..., None]), generator
+            )
+            target_q = q_values(targets, per_critic(s_next.expand(2, -1)), per_critic(next_action))
+            clipped_double_q = target_q.view(2, 2, -1).min(1).values
+            soft_value = clipped_double_q - config.entropy_weight * next_log_prob
+            target = r + GAMMA * per_critic(soft_value)
+        q_data = q_values(None, s.expand(4, -1), a.expand(4, -1))
+        critic_loss = ((q_data - target) ** 2).mean(1)
+
+        # CQL(H): log integral exp Q(s, a) da, importance-sampled from uniform and pi samples:
+        # log[ 1/2k sum_uniform e^Q / u(a) + 1/2k sum_pi e^Q / pi(a|s) ] (the -log 2k is constant).
+        with torch.no_grad():
+            uniform_actions = torch.rand(4, config.batch, k, generator=generator) * 2 - 1
+            policy_actions, policy_log_prob = squashed_gaussian(
+                actors(s.expand(2, -1)[..., None]).unsqueeze(2).expand(-1, -1, k, -1), generator
+            )
+        sampled = torch.cat([uniform_actions, per_critic(policy_actions)], dim=2)
+        proposal_log_density = torch.cat(
+            [torch.full((4, config.batch, k), log_uniform_density), per_critic(policy_log_prob)],
+            dim=2,
+        )
+        q_sampled = critics(
+            torch.stack([s[None, :, None].expand(4, -1, 2 * k), sampled], -1).view(4, -1, 2), None
+        ).view(4, config.batch, 2 * k)
+        log_sum_exp = torch.logsumexp(q_sampled - proposal_log_density, dim=2)
+        cql_penalty = (log_sum_exp - q_data).mean(1)
+        critic_opt.zero_grad()
+        (critic_loss + config.cql_alpha * uses_cql[:, 0] * cql_penalty).sum().backward()
+        critic_opt.step()
+
+        # Actor: maximise min Q(s, a~pi) + entropy; the same loss for both learners.
+        new_action, new_log_prob = squashed_gaussian(actors(s.expand(2, -1)[..., None]), generator)
+        q_new = q_values(None, per_critic(s.expand(2, -1)), per_critic(new_action))
+        actor_loss = config.entropy_weight * new_log_prob - q_new.view(2, 2, -1).min(1).values
+        actor_opt.zero_grad()
+        actor_loss.mean(1).sum().backward()
+        actor_opt.step()
+
+        with torch.no_grad():
+            for target_param, param in zip(targets, critics.params):
+                target_param.lerp_(param, config.target_tau)
+
+    probe_state = 0.5
+    action_grid = torch.linspace(-1, 1, 81)
+    with torch.no_grad():
+        q_probe = q_values(None, torch.full((4, 81), probe_state), action_grid.expand(4, -1))
+        q_probe = q_probe.view(2, 2, -1).min(1).values
+    # Ground truth for the probe: take a at s = 0.5, then follow each learner's own policy.
+    q_probe_true = true_values(actors, torch.full((81,), probe_state), action_grid.expand(2, -1))
+    data_low, data_high = np.quantile(actions.numpy(), [0.005, 0.995])
+    final = {key: values[-1] for key, values in history.items()}
+    return Result(
+        metrics={
+            "sac_q_estimate": final["q_sac"],
+            "sac_true_return": final["return_sac"],
+            "sac_overestimation": final["q_sac"] - final["return_sac"],
+            "cql_q_estimate": final["q_cql"],
+            "cql_true_return": final["return_cql"],
+            "cql_overestimation": final["q_cql"] - final["return_cql"],
+            "sac_max_q_estimate": max(history["q_sac"]),
+            "cql_max_q_estimate": max(history["q_cql"]),
+            "best_possible_return": float(speed_limit(torch.linspace(-1, 1, 401)).mean())
+            / (1 - GAMMA),
+        },
+        series={
+            **history,
+            "probe_state": probe_state,
+            "action_grid": action_grid.tolist(),
+            "q_probe_sac": q_probe[SAC].tolist(),
+            "q_probe_cql": q_probe[CQL].tolist(),
+            "q_probe_true_sac": q_probe_true[SAC].tolist(),
+            "q_probe_true_cql": q_probe_true[CQL].tolist(),
+            "data_action_range": [float(data_low), float(data_high)],
+        },
+    )
+
+
+def plot(result: Result) -> bytes:
+    """Q estimate vs true return over training; critics across actions at one state."""
+    series = result.series
+    fig, (ax_train, ax_probe) = new_figure(1, 2, height_px=500)
+    ax_train.plot(
+        series["step"], series["q_sac"], color=PALETTE[1], lw=2, label="offline SAC: Q estimate"
+    )
+    ax_train.plot(
+        series["step"],
+        series["return_sac"],
+        "--",
+        color=PALETTE[1],
+        lw=2,
+        label="offline SAC: true return",
+    )
+    ax_train.plot(series["step"], series["q_cql"], color=PALETTE[0], lw=2, label="CQL: Q estimate")
+    ax_train.plot(
+        series["step"], series["return_cql"], "--", color=PALETTE[0], lw=2, label="CQL: true return"
+    )
+    ax_train.axhline(
+        result.metrics["best_possible_return"], color="gray", ls=":", label="best possible return"
+    )
+    style_axes(
+        ax_train,
+        "Q(s, π(s)) vs true return of π",
+        "gradient step",
+        "discounted return (mean over states)",
+    )
+
+    low, high = series["data_action_range"]
+    ax_probe.axvspan(low, high, color="gray", alpha=0.2, label="actions in the data")
+    grid = series["action_grid"]
+    ax_probe.plot(grid, series["q_probe_sac"], color=PALETTE[1], lw=2, label="SAC critic")
+    ax_probe.plot(
+        grid,
+        series["q_probe_true_sac"],
+        "--",
+        color=PALETTE[1],
+        lw=1.5,
+        label="true Q of SAC's policy",
+    )
+    ax_probe.plot(grid, series["q_probe_cql"], color=PALETTE[0], lw=2, label="CQL critic")
+    ax_probe.plot(
+        grid,
+        series["q_probe_true_cql"],
+        "--",
+        color=PALETTE[0],
+        lw=1.5,
+        label="true Q of CQL's policy",
+    )
+    style_axes(
+        ax_probe, f"Critics across actions at s = {series['probe_state']}", "action a", "Q(s, a)"
+    )
+    ax_probe.legend(fontsize=9, loc="lower center", framealpha=0.9)
+    return figure_png(fig, suptitle="Offline RL: extrapolated Q on unseen actions")
