@@ -87,15 +87,17 @@ def build_transports(settings: Settings, engine: QuizEngine) -> list[Transport]:
     return transports
 
 
-async def serve(settings: Settings) -> None:
-    """Run every configured transport and the reminder sweep until SIGINT/SIGTERM."""
+async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
+    """Run every configured transport, the reminder sweep and the ops server on this one
+    event loop until ``stop`` is set (by SIGINT/SIGTERM when not given)."""
     migrate(settings.database_url)
     engine = build_engine(settings)
     transports = build_transports(settings, engine)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
     for transport in transports:
         await transport.start()
         log.info("%s is serving", transport.platform)
