@@ -115,6 +115,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
 
         ops = await start_ops_server(settings.trapbot_metrics_port)
     warm = asyncio.create_task(engine.sims.warm_all()) if engine.sims is not None else None
+    # The offline judge's embedding model loads in the background, not on the first answer.
+    judge = getattr(engine.grader, "fallback", None) or engine.grader
+    warm_judge = asyncio.create_task(judge.warm(engine.deck)) if hasattr(judge, "warm") else None
     try:
         await stop.wait()
     finally:
@@ -123,7 +126,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             await ops.cleanup()
         for transport in reversed(transports):
             await transport.stop()
-        if warm is not None:
-            warm.cancel()
+        for task in (warm, warm_judge):
+            if task is not None:
+                task.cancel()
         if engine.sims is not None:
             await engine.sims.close()
