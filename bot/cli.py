@@ -28,11 +28,11 @@ def _run(args: argparse.Namespace) -> int:
 def _chat(args: argparse.Namespace) -> int:
     from bot.app import build_engine
     from bot.config import get_settings
-    from bot.db import migrate
+    from bot.db import migrate_if_needed
     from bot.terminal import run_chat
 
     settings = get_settings()
-    migrate(settings.database_url)
+    migrate_if_needed(settings.database_url)
     engine = build_engine(settings)
 
     async def main() -> None:

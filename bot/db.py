@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -54,3 +55,33 @@ def migrate(url: str) -> None:
 
     make_engine(url).dispose()  # creates the SQLite directory
     command.upgrade(alembic_config(url), "head")
+
+
+def head_revision() -> str:
+    """The newest revision id, read from the migration files without importing Alembic."""
+    revisions: dict[str, str | None] = {}
+    for path in (MIGRATIONS_DIR / "versions").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        found = re.search(r"^revision = ['\"](\w+)['\"]", text, re.MULTILINE)
+        parent = re.search(r"^down_revision = (?:['\"](\w+)['\"]|None)", text, re.MULTILINE)
+        if found:
+            revisions[found.group(1)] = parent.group(1) if parent else None
+    parents = set(revisions.values())
+    heads = [rev for rev in revisions if rev not in parents]
+    if len(heads) != 1:
+        raise RuntimeError(f"expected one migration head, found {heads}")
+    return heads[0]
+
+
+def migrate_if_needed(url: str) -> None:
+    """Migrate only when the database is not at the newest revision (start-up stays fast)."""
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            current = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
+    except sa.exc.DBAPIError:
+        current = None
+    finally:
+        engine.dispose()
+    if current != head_revision():
+        migrate(url)

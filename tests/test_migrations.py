@@ -30,3 +30,24 @@ def test_sqlite_runs_in_wal_mode(tmp_path) -> None:
         assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
     engine.dispose()
+
+
+def test_head_revision_matches_alembic(tmp_path) -> None:
+    from alembic.script import ScriptDirectory
+
+    from bot.db import head_revision
+
+    assert head_revision() == ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+
+
+def test_migrate_if_needed_upgrades_a_new_database_and_skips_a_current_one(tmp_path) -> None:
+    from bot.db import head_revision, migrate_if_needed
+
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    migrate_if_needed(url)
+    engine = make_engine(url)
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == head_revision()
+    migrate_if_needed(url)  # already at head: nothing to do, and no error
+    assert "learner" in sa.inspect(engine).get_table_names()
+    engine.dispose()
