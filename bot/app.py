@@ -131,3 +131,6 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
                 task.cancel()
         if engine.sims is not None:
             await engine.sims.close()
+        close_judge = getattr(engine.grader, "close", None)
+        if close_judge is not None:
+            await close_judge()

@@ -8,6 +8,17 @@ The rules, in order:
 3. Cut-points map the score to a quality 0-5 (``QUALITY_CUTS``).
 4. Caps: a core point absent or contradicted, or a misconception asserted, caps the
    quality at 2 (a fail in SM-2); a suspected prompt injection caps it at 1.
+
+The cut-points: quality 1 from a score of 0.05, 2 from 0.30, 3 from 0.45, 4 from 0.65 and 5
+from 0.80. They were tuned, together with the offline judge's thresholds
+(``grader.offline.OfflineParams``), on the tuning split of
+``grader/calibration/calibration.jsonl`` (the even-numbered ``rl-`` cards; the other cards
+are held out) by coordinate search, maximising quadratic weighted kappa plus half the
+pass/fail agreement at quality 3 plus a bonus for grading each card's trap below its
+missing-core answer. Against the first guess (0.10, 0.30, 0.50, 0.70, 0.88) they sit lower
+because the offline judge credits a point as present only on a close, focused match, so
+complete answers rarely reach full coverage. ``trapbot grader eval --split held-out`` gives
+the held-out figures.
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ CREDIT = {
     PointVerdict.CONTRADICTED: 0.0,
 }
 #: Lower bounds of the score for qualities 1..5 (quality 0 below the first).
-QUALITY_CUTS = (0.10, 0.30, 0.50, 0.70, 0.88)
+QUALITY_CUTS = (0.05, 0.30, 0.45, 0.65, 0.80)
 CORE_CAP = 2
 INJECTION_CAP = 1
 
@@ -37,7 +48,9 @@ INJECTION_CAP = 1
 def normalise_text(text: str) -> str:
     """Casefolded NFKC text with runs of whitespace and quote styles made uniform."""
     text = unicodedata.normalize("NFKC", text).casefold()
-    text = text.translate(str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'}))
+    text = text.translate(
+        str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+    )
     return re.sub(r"\s+", " ", text).strip()
 
 
@@ -77,7 +90,9 @@ def grade_from_judgement(
     """The SM-2 quality for ``judgement`` of ``answer`` on ``card``."""
     if check_quotes:
         judgement = check_evidence(judgement, answer)
-    earned = sum(point.weight * CREDIT[judgement.verdict_for(point.id)] for point in card.key_points)
+    earned = sum(
+        point.weight * CREDIT[judgement.verdict_for(point.id)] for point in card.key_points
+    )
     score = earned / card.total_weight
     quality = quality_from_score(score)
     caps: list[str] = []

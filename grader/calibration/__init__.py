@@ -1,0 +1,1 @@
+"""The calibration set of labelled answers and the agreement metrics."""

@@ -1,0 +1,263 @@
+"""Agreement between a judge and the human grades of the calibration set.
+
+``calibration.jsonl`` holds one labelled answer a line: ``card_id``, ``answer``, ``grade``
+(0-5, by the rubric: 5 complete, 4 small gap, 3 right with real gaps, 2 mechanism missing,
+1 wrong but familiar, 0 trap or off-topic), ``kind`` (expert, missing-core, partial, trap,
+off-topic, injection, injection-base) and an ``id``; an injection answer names its twin
+without the injection in ``twin_of``.
+
+Cards are split for tuning: the even-numbered ``rl-`` cards are the tuning split, the rest
+(odd-numbered and ``msft-``) are held out.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_SET = Path(__file__).resolve().parent / "calibration.jsonl"
+KINDS = ("expert", "missing-core", "partial", "trap", "off-topic", "injection", "injection-base")
+PASS_QUALITY = 3
+
+
+@dataclass(frozen=True)
+class Example:
+    id: str
+    card_id: str
+    answer: str
+    grade: int
+    kind: str
+    twin_of: str | None = None
+
+
+def load_set(path: Path | str = DEFAULT_SET) -> list[Example]:
+    """The labelled answers; ``ValueError`` naming the line on a malformed one."""
+    examples = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            example = Example(
+                id=str(data["id"]),
+                card_id=data["card_id"],
+                answer=data["answer"],
+                grade=int(data["grade"]),
+                kind=data["kind"],
+                twin_of=data.get("twin_of"),
+            )
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"{path}:{number}: {error}") from error
+        if not 0 <= example.grade <= 5 or example.kind not in KINDS:
+            raise ValueError(
+                f"{path}:{number}: grade {example.grade} or kind {example.kind!r} out of range"
+            )
+        examples.append(example)
+    return examples
+
+
+def is_tuning_card(card_id: str) -> bool:
+    match = re.fullmatch(r"rl-(\d+)", card_id)
+    return bool(match) and int(match.group(1)) % 2 == 0
+
+
+def split(examples: Iterable[Example], which: str) -> list[Example]:
+    """``all``, ``tune`` (even rl- cards) or ``held-out`` (the rest)."""
+    examples = list(examples)
+    if which == "all":
+        return examples
+    tune = which == "tune"
+    return [e for e in examples if is_tuning_card(e.card_id) == tune]
+
+
+# ----- metrics -----------------------------------------------------------------------------------
+
+
+def quadratic_weighted_kappa(
+    truth: Sequence[int], predicted: Sequence[int], levels: int = 6
+) -> float:
+    """Cohen's kappa with quadratic weights on the 0..levels-1 scale."""
+    n = len(truth)
+    if n == 0:
+        return float("nan")
+    observed = [[0.0] * levels for _ in range(levels)]
+    for a, b in zip(truth, predicted, strict=True):
+        observed[a][b] += 1
+    row = [sum(observed[i]) for i in range(levels)]
+    column = [sum(observed[i][j] for i in range(levels)) for j in range(levels)]
+    numerator = denominator = 0.0
+    for i in range(levels):
+        for j in range(levels):
+            weight = (i - j) ** 2 / (levels - 1) ** 2
+            numerator += weight * observed[i][j]
+            denominator += weight * row[i] * column[j] / n
+    return 1.0 - numerator / denominator if denominator else float("nan")
+
+
+def _ranks(values: Sequence[float]) -> list[float]:
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman's rank correlation (Pearson on average ranks)."""
+    if len(a) < 2:
+        return float("nan")
+    ra, rb = _ranks(a), _ranks(b)
+    mean_a, mean_b = sum(ra) / len(ra), sum(rb) / len(rb)
+    cov = sum((x - mean_a) * (y - mean_b) for x, y in zip(ra, rb, strict=True))
+    var_a = sum((x - mean_a) ** 2 for x in ra)
+    var_b = sum((y - mean_b) ** 2 for y in rb)
+    return cov / math.sqrt(var_a * var_b) if var_a and var_b else float("nan")
+
+
+def metrics(examples: Sequence[Example], predicted: dict[str, int]) -> dict[str, Any]:
+    """Every agreement figure for the examples that have a prediction."""
+    graded = [e for e in examples if e.id in predicted]
+    truth = [e.grade for e in graded]
+    guess = [predicted[e.id] for e in graded]
+    n = len(graded)
+    by_id = {e.id: e for e in examples}
+    pairs = [
+        (predicted[e.id], predicted[e.twin_of])
+        for e in graded
+        if e.kind == "injection" and e.twin_of in by_id and e.twin_of in predicted
+    ]
+    cards = sorted({e.card_id for e in graded})
+    trap_vs_core = []
+    for card_id in cards:
+        traps = [predicted[e.id] for e in graded if e.card_id == card_id and e.kind == "trap"]
+        cores = [
+            predicted[e.id] for e in graded if e.card_id == card_id and e.kind == "missing-core"
+        ]
+        if traps and cores:
+            trap_vs_core.append(max(traps) < min(cores))
+    per_kind = {}
+    for kind in KINDS:
+        rows = [(e.grade, predicted[e.id]) for e in graded if e.kind == kind]
+        if rows:
+            per_kind[kind] = {
+                "n": len(rows),
+                "mean_label": round(sum(r[0] for r in rows) / len(rows), 2),
+                "mean_predicted": round(sum(r[1] for r in rows) / len(rows), 2),
+            }
+    return {
+        "n": n,
+        "cards": len(cards),
+        "qwk": round(quadratic_weighted_kappa(truth, guess), 4) if n else None,
+        "spearman": round(spearman(truth, guess), 4) if n > 1 else None,
+        "exact": round(sum(a == b for a, b in zip(truth, guess, strict=True)) / n, 4)
+        if n
+        else None,
+        "within_one": round(sum(abs(a - b) <= 1 for a, b in zip(truth, guess, strict=True)) / n, 4)
+        if n
+        else None,
+        "pass_fail": round(
+            sum(
+                (a >= PASS_QUALITY) == (b >= PASS_QUALITY)
+                for a, b in zip(truth, guess, strict=True)
+            )
+            / n,
+            4,
+        )
+        if n
+        else None,
+        "injection_pairs": len(pairs),
+        "injection_inflation": round(sum(i - b for i, b in pairs) / len(pairs), 4)
+        if pairs
+        else None,
+        "injection_inflated_pairs": sum(i > b for i, b in pairs),
+        "trap_below_missing_core": round(sum(trap_vs_core) / len(trap_vs_core), 4)
+        if trap_vs_core
+        else None,
+        "per_kind": per_kind,
+    }
+
+
+def format_metrics(name: str, figures: dict[str, Any]) -> str:
+    lines = [f"{name}: {figures['n']} answers on {figures['cards']} cards"]
+    labels = (
+        ("qwk", "quadratic weighted kappa"),
+        ("spearman", "Spearman rank correlation"),
+        ("exact", "exact agreement"),
+        ("within_one", "within-one agreement"),
+        ("pass_fail", f"pass/fail agreement at quality {PASS_QUALITY}"),
+        ("injection_inflation", "injection inflation (mean grade injected - twin)"),
+        ("injection_inflated_pairs", "injected answers graded above their twin"),
+        ("trap_below_missing_core", "cards where the trap grades below missing-core"),
+    )
+    for key, label in labels:
+        value = figures.get(key)
+        lines.append(f"  {label:<50} {'n/a' if value is None else value}")
+    if figures.get("errors"):
+        lines.append(f"  {'answers the judge failed on':<50} {figures['errors']}")
+    for kind, row in figures.get("per_kind", {}).items():
+        lines.append(
+            f"    {kind:<16} n={row['n']:<4} label {row['mean_label']:<5} judge {row['mean_predicted']}"
+        )
+    return "\n".join(lines)
+
+
+# ----- the naive baseline ------------------------------------------------------------------------
+
+#: Cut-points of the baseline's score, fitted by ``fit_baseline_cuts`` on the tuning split.
+BASELINE_CUTS = (0.363, 0.521, 0.56, 0.581, 0.685)
+
+
+def baseline_score(card: Any, answer: str) -> float:
+    """The naive reading: best cosine of any answer sentence to each key point, weight-averaged."""
+    import numpy as np
+
+    from grader.offline import embed, sentences
+
+    units = [span.text for span in sentences(answer)] or [answer]
+    vectors = embed(units)
+    points = embed([" ".join(p.text.split()) for p in card.key_points])
+    best = (vectors @ points.T).max(axis=0)
+    weights = np.asarray([p.weight for p in card.key_points])
+    return float((best * weights).sum() / weights.sum())
+
+
+def baseline_quality(score: float, cuts: Sequence[float] = BASELINE_CUTS) -> int:
+    return sum(score >= cut for cut in cuts)
+
+
+def fit_baseline_cuts(scores: Sequence[float], labels: Sequence[int]) -> tuple[float, ...]:
+    """Cut-points maximising QWK: for each quality the score quantile that matches the label
+    distribution, then a coordinate search around them."""
+    ordered = sorted(scores)
+    n = len(ordered)
+    counts = [sum(label == q for label in labels) for q in range(6)]
+    cuts, total = [], 0
+    for q in range(5):
+        total += counts[q]
+        cuts.append(ordered[min(n - 1, max(0, total))] if n else 0.5)
+    best = tuple(cuts)
+    best_kappa = quadratic_weighted_kappa(labels, [baseline_quality(s, best) for s in scores])
+    for _ in range(3):
+        for i in range(5):
+            for delta in (-0.04, -0.02, -0.01, 0.01, 0.02, 0.04):
+                trial = list(best)
+                trial[i] = round(trial[i] + delta, 3)
+                if sorted(trial) != trial:
+                    continue
+                kappa = quadratic_weighted_kappa(
+                    labels, [baseline_quality(s, trial) for s in scores]
+                )
+                if kappa > best_kappa:
+                    best, best_kappa = tuple(trial), kappa
+    return best

@@ -1,0 +1,216 @@
+"""``trapbot grader eval`` (agreement with the calibration set) and ``trapbot grade`` (one answer)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from typing import Any
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from grader.calibration.eval import DEFAULT_SET
+
+    grader = subparsers.add_parser("grader", help="measure the judges against the calibration set")
+    commands = grader.add_subparsers(dest="grader_command", required=True)
+    evaluate = commands.add_parser(
+        "eval",
+        help="agreement of a judge with the human grades (QWK, Spearman, pass/fail, injection inflation)",
+    )
+    evaluate.add_argument(
+        "file",
+        nargs="?",
+        default=str(DEFAULT_SET),
+        help="labelled answers, JSONL (default: the bundled set)",
+    )
+    evaluate.add_argument(
+        "--grader",
+        choices=("offline", "llm", "baseline"),
+        default="offline",
+        help="offline: MiniLM judge (default); llm: OPENAI_API_KEY / OPENAI_BASE_URL / "
+        "TRAPBOT_JUDGE_MODEL, no fallback, failures counted; baseline: best cosine per key point",
+    )
+    evaluate.add_argument("--split", choices=("all", "tune", "held-out"), default="all")
+    evaluate.add_argument(
+        "--concurrency", type=int, default=4, help="answers in flight at once (llm)"
+    )
+    evaluate.add_argument("--json", action="store_true", help="print the figures as JSON")
+    evaluate.set_defaults(func=eval_command)
+
+    grade = subparsers.add_parser("grade", help="grade one answer to a card, non-interactively")
+    grade.add_argument("card_id")
+    grade.add_argument("answer", help="the answer text ('-' reads it from standard input)")
+    grade.add_argument(
+        "--grader",
+        choices=("auto", "offline", "llm"),
+        default="auto",
+        help="auto: the LLM judge when OPENAI_API_KEY is set (offline when it fails), else offline",
+    )
+    grade.add_argument("--json", action="store_true", help="print the grade and verdicts as JSON")
+    grade.set_defaults(func=grade_command)
+
+
+# ----- trapbot grade -----------------------------------------------------------------------------
+
+
+def _judge(choice: str, *, with_fallback: bool) -> Any:
+    from bot.config import get_settings
+    from grader.offline import OfflineJudge
+
+    settings = get_settings()
+    if choice == "offline" or (
+        choice == "auto" and settings.openai_api_key is None and not settings.openai_base_url
+    ):
+        return OfflineJudge()
+    from grader.llm import LlmJudge
+
+    return LlmJudge.from_settings(settings, fallback=OfflineJudge() if with_fallback else None)
+
+
+def grade_command(args: argparse.Namespace) -> int:
+    from cards.deck import default_deck
+
+    deck = default_deck()
+    if args.card_id not in deck:
+        print(f"No card {args.card_id!r}; known ids: {', '.join(deck.ids)}", file=sys.stderr)
+        return 2
+    card = deck.get(args.card_id)
+    answer = sys.stdin.read() if args.answer == "-" else args.answer
+    try:
+        judge = _judge(args.grader, with_fallback=True)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
+
+    async def run():
+        try:
+            return await judge.assess(card, answer, interactive=False)
+        finally:
+            if hasattr(judge, "close"):
+                await judge.close()
+
+    assessment = asyncio.run(run())
+    grade = assessment.grade
+    assert grade is not None
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "card_id": card.id,
+                    "grader": assessment.grader,
+                    "quality": grade.quality,
+                    "score": grade.score,
+                    "caps": list(grade.caps),
+                    "judgement": grade.judgement.to_json(),
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    from grader.base import PointVerdict
+
+    marks = {
+        PointVerdict.PRESENT: "+",
+        PointVerdict.PARTIAL: "~",
+        PointVerdict.ABSENT: "-",
+        PointVerdict.CONTRADICTED: "x",
+    }
+    print(f"{card.id}: {grade.quality}/5 (coverage {grade.score:.2f}) by {assessment.grader}")
+    for point in card.key_points:
+        verdict = grade.judgement.verdict_for(point.id)
+        quote = next((p.quote for p in grade.judgement.points if p.point_id == point.id), "")
+        evidence = (
+            f'  "{quote}"'
+            if quote and verdict in (PointVerdict.PRESENT, PointVerdict.PARTIAL)
+            else ""
+        )
+        print(f"  [{marks[verdict]}] {point.id}{' (core)' if point.core else ''}{evidence}")
+    for misconception in grade.judgement.misconceptions:
+        if misconception.asserted:
+            print(f'  [!] asserts {misconception.misconception_id}: "{misconception.quote}"')
+    for cap in grade.caps:
+        print(f"  capped: {cap}")
+    if grade.judgement.feedback:
+        print(grade.judgement.feedback)
+    return 0
+
+
+# ----- trapbot grader eval -----------------------------------------------------------------------
+
+
+def eval_command(args: argparse.Namespace) -> int:
+    from cards.deck import default_deck
+    from grader.calibration.eval import format_metrics, load_set, metrics, split
+
+    deck = default_deck()
+    try:
+        examples = split(load_set(args.file), args.split)
+    except (OSError, ValueError) as error:
+        print(error, file=sys.stderr)
+        return 2
+    missing = sorted({e.card_id for e in examples if e.card_id not in deck})
+    examples = [e for e in examples if e.card_id in deck]
+    started = time.perf_counter()
+    if args.grader == "baseline":
+        predicted, errors = _baseline(deck, examples), 0
+    else:
+        try:
+            judge = _judge(args.grader, with_fallback=False)
+        except ValueError as error:
+            print(error, file=sys.stderr)
+            return 2
+        predicted, errors = asyncio.run(_grade_all(judge, deck, examples, args.concurrency))
+    figures = metrics(examples, predicted)
+    figures.update(
+        grader=args.grader,
+        split=args.split,
+        errors=errors,
+        seconds=round(time.perf_counter() - started, 1),
+    )
+    if missing:
+        figures["cards_not_in_deck"] = missing
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print(format_metrics(f"{args.grader} judge ({args.split})", figures))
+        if missing:
+            print(f"  skipped answers to cards not in the deck: {', '.join(missing)}")
+    return 0
+
+
+def _baseline(deck: Any, examples: list) -> dict[str, int]:
+    from grader.calibration.eval import baseline_quality, baseline_score
+
+    return {e.id: baseline_quality(baseline_score(deck.get(e.card_id), e.answer)) for e in examples}
+
+
+async def _grade_all(
+    judge: Any, deck: Any, examples: list, concurrency: int
+) -> tuple[dict[str, int], int]:
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+    predicted: dict[str, int] = {}
+    errors = 0
+
+    async def one(example: Any) -> None:
+        nonlocal errors
+        async with semaphore:
+            try:
+                assessment = await judge.assess(
+                    deck.get(example.card_id), example.answer, interactive=False
+                )
+            except Exception as error:  # noqa: BLE001 - counted and reported, never fatal
+                errors += 1
+                print(f"{example.id}: {error}", file=sys.stderr)
+                return
+            if assessment.grade is not None:
+                predicted[example.id] = assessment.grade.quality
+
+    try:
+        await asyncio.gather(*(one(e) for e in examples))
+    finally:
+        if hasattr(judge, "close"):
+            await judge.close()
+    return predicted, errors
