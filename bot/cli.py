@@ -97,7 +97,7 @@ def configure_logging() -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.trapbot_log_level.upper())
-    for noisy in ("alembic", "httpx", "apscheduler"):
+    for noisy in ("alembic", "httpx", "apscheduler", "sentence_transformers", "transformers", "openai"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

@@ -26,6 +26,7 @@ class TerminalChat:
         user = user or getpass.getuser()
         self.learner = engine.learner("terminal", user, display_name=user)
         self.keys: dict[str, Button] = {}
+        self._warming: dict[str, asyncio.Task[None]] = {}
 
     def write(self, text: str = "") -> None:
         self.stdout.write(text + "\n")
@@ -56,10 +57,18 @@ class TerminalChat:
                 self.write("   " + "   ".join(self._label(b) for row in reply.buttons for b in row))
             if reply.kind is ReplyKind.QUESTION:
                 self.write("(Type your answer; end a line with \\ to continue it on the next.)")
+                self._warm_judge(reply.card_id)
             if reply.plot_sim:
                 plot = await self.engine.plot(reply.plot_sim, wait_seconds=5.0)
                 if plot is not None:
                     self.write(f"Plot: {plot.path}\n{plot.caption}")
+
+    def _warm_judge(self, card_id: str | None) -> None:
+        """Load the judge's model for this card while the learner types (not before the prompt)."""
+        judge = getattr(self.engine.grader, "fallback", None) or self.engine.grader
+        if card_id is None or card_id in self._warming or not hasattr(judge, "warm"):
+            return
+        self._warming[card_id] = asyncio.create_task(judge.warm([self.engine.deck.get(card_id)]))
 
     def _label(self, button: Button) -> str:
         head = button.label.split(".", 1)[0]
@@ -130,6 +139,8 @@ class TerminalChat:
                 break
             if self.engine.get_learner(self.learner.id) is None:  # after /forget
                 self.learner = self.engine.learner("terminal", self.learner.platform_user_id)
+        for task in self._warming.values():
+            task.cancel()
         self.write("Bye. Your progress is saved.")
 
     def _has_history(self) -> bool:
