@@ -13,6 +13,8 @@ from pydantic import ValidationError
 from cards.schema import Card
 
 DECK_DIR = Path(__file__).resolve().parent / "deck"
+#: libyaml's safe loader when PyYAML was built with it (several times faster), else Python's.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class CardFileError(ValueError):
@@ -39,7 +41,7 @@ def parse_card(path: Path) -> Card:
     text = path.read_text(encoding="utf-8")
     try:
         front, body = split_front_matter(text)
-        data = yaml.safe_load(front)
+        data = yaml.load(front, Loader=_SAFE_LOADER)
     except (ValueError, yaml.YAMLError) as error:
         raise CardFileError(path, [("front matter", str(error).replace("\n", " "))]) from error
     if not isinstance(data, dict):
