@@ -56,7 +56,8 @@ def populate(url: str, learners: int, due_share: float) -> None:
     rows = []
     for i in range(learners):
         due = rng.random() < due_share
-        next_at = NOW - timedelta(seconds=rng.randint(0, 50)) if due else NOW + timedelta(minutes=rng.randint(1, 1439))
+        # Due learners all share one push moment (everyone at 09:00): the hardest case for paging.
+        next_at = NOW - timedelta(seconds=30) if due else NOW + timedelta(minutes=rng.randint(1, 1439))
         rows.append(
             {
                 "platform": "telegram",

@@ -46,7 +46,12 @@ def _utc_datetime(**kwargs: Any) -> Any:
 class Learner(SQLModel, table=True):
     """A person on one platform; the same human on Telegram and Discord is two learners."""
 
-    __table_args__ = (sa.UniqueConstraint("platform", "platform_user_id"),)
+    __table_args__ = (
+        sa.UniqueConstraint("platform", "platform_user_id"),
+        # The sweep pages through due learners in (next_push_at, id) order; thousands share
+        # one push moment (everyone at 09:00), so the id must be in the index too.
+        sa.Index("ix_learner_push_due", "next_push_at", "id"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     platform: str = Field(max_length=16)  # "telegram", "discord", "terminal"
@@ -60,7 +65,7 @@ class Learner(SQLModel, table=True):
     active: bool = Field(default=True, sa_column_kwargs={"server_default": sa.true()})
     reminders: bool = Field(default=True, sa_column_kwargs={"server_default": sa.true()})
     # The daily push: the next moment it is due (UTC; indexed, so a sweep is one range scan).
-    next_push_at: datetime | None = _utc_datetime(default=None, nullable=True, index=True)
+    next_push_at: datetime | None = _utc_datetime(default=None, nullable=True)
     last_pushed_at: datetime | None = _utc_datetime(default=None, nullable=True)
     current_card_id: str | None = Field(default=None, max_length=16)
     current_asked_at: datetime | None = _utc_datetime(default=None, nullable=True)

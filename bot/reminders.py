@@ -109,8 +109,8 @@ class ReminderSweeper:
 
     def due_learners(self, session: Session, now: datetime, limit: int, after: tuple[datetime, int] | None) -> list[Learner]:
         """Active, unpaused learners whose push moment has come, oldest first (one index scan)."""
-        # Only next_push_at bounds the scan, so the planner walks that index and nothing else
-        # (a platform filter here made SQLite pick the (platform, user) index and scan everyone).
+        # Only (next_push_at, id) bounds the scan, so the planner walks that index and nothing
+        # else (a platform filter here made SQLite pick the (platform, user) index instead).
         query = (
             select(Learner)
             .where(
@@ -122,12 +122,8 @@ class ReminderSweeper:
             .limit(limit)
         )
         if after is not None:
-            # Keyset paging written as a range on the index plus a tie-break on id.
-            moment, last_id = after
-            query = query.where(
-                col(Learner.next_push_at) >= moment,
-                sa.or_(col(Learner.next_push_at) > moment, col(Learner.id) > last_id),
-            )
+            # Keyset paging: a row-value range that starts inside the (next_push_at, id) index.
+            query = query.where(sa.tuple_(Learner.next_push_at, Learner.id) > sa.tuple_(*after))
         if self.postgres:
             query = query.with_for_update(skip_locked=True, of=Learner)
         return list(session.exec(query))
