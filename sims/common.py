@@ -75,3 +75,43 @@ def figure_png(fig: Figure, suptitle: str | None = None) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=PLOT_DPI)
     return buffer.getvalue()
+
+
+class Adam:
+    """Adam (Kingma & Ba 2014, arXiv 1412.6980) over (parameters, learning rate) groups.
+
+    torch.optim's first use imports torch._dynamo (~1.2 s here), longer than these sims train;
+    this is the same update rule without that import.
+    """
+
+    def __init__(self, groups, betas=(0.9, 0.999), eps=1e-8):
+        import torch
+
+        self.groups = [(list(params), lr) for params, lr in groups]
+        self.betas, self.eps, self.steps = betas, eps, 0
+        self.moments = [
+            [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
+            for params, _ in self.groups
+        ]
+
+    def zero_grad(self) -> None:
+        for params, _ in self.groups:
+            for param in params:
+                param.grad = None
+
+    def step(self, lr_scale: float = 1.0) -> None:
+        """One update; lr_scale multiplies every group's learning rate (for schedules)."""
+        import torch
+
+        self.steps += 1
+        beta1, beta2 = self.betas
+        correction1, correction2 = 1 - beta1**self.steps, 1 - beta2**self.steps
+        with torch.no_grad():
+            for (params, lr), moments in zip(self.groups, self.moments):
+                for param, (mean, square) in zip(params, moments):
+                    if param.grad is None:
+                        continue
+                    mean.mul_(beta1).add_(param.grad, alpha=1 - beta1)
+                    square.mul_(beta2).addcmul_(param.grad, param.grad, value=1 - beta2)
+                    denominator = (square / correction2).sqrt_().add_(self.eps)
+                    param.addcdiv_(mean, denominator, value=-lr * lr_scale / correction1)

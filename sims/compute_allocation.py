@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sims.common import PALETTE, Result, figure_png, new_figure, seeded, style_axes
+from sims.common import PALETTE, Adam, Result, figure_png, new_figure, seeded, style_axes
 
 TITLE = "Thinking-length rewards: uniform penalty vs group-relative"
 CAPTION = (
@@ -123,7 +123,7 @@ def run(config: Config = Config()) -> Result:
     tokens_per_budget = torch.tensor(config.budgets, dtype=torch.float32)
     log2_tokens = tokens_per_budget.log2()
     weights = torch.zeros(len(names), config.features, len(config.budgets), requires_grad=True)
-    optimiser = torch.optim.Adam([weights], lr=config.lr)
+    optimiser = Adam([([weights], config.lr)])
     penalty = torch.tensor([0.0, config.lambda_small, config.lambda_large, 0.0])[:, None, None]
     kimi = torch.tensor([False, False, False, True])[:, None, None]
 

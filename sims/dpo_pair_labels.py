@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sims.common import PALETTE, Result, figure_png, new_figure, seeded, style_axes
+from sims.common import PALETTE, Adam, Result, figure_png, new_figure, seeded, style_axes
 
 TITLE = "DPO pair labels: verifier vs length-biased self-judge"
 CAPTION = (
@@ -165,22 +165,16 @@ def run(config: Config = Config()) -> Result:
 
         theta.requires_grad_(True)
         ref_logp = policy_log_probs(reference, train_h)
-        first_moment, second_moment = torch.zeros_like(theta), torch.zeros_like(theta)
-        for step in range(1, config.steps_per_round + 1):
+        optimiser = Adam([([theta], config.learning_rate)])
+        for _ in range(config.steps_per_round):
             logp = policy_log_probs(theta, train_h)
             # DPO implicit reward: beta * log(pi / pi_ref) of chosen minus that of rejected
             log_ratio = logp - ref_logp
             margin = config.dpo_beta * (pick(log_ratio, chosen) - pick(log_ratio, rejected))
             loss_per_pair = -torch.nn.functional.logsigmoid(margin) * weights
             loss = (loss_per_pair.sum(-1) / weights.sum(-1).clamp(min=1)).sum()
-            (grad,) = torch.autograd.grad(loss, theta)
-            with torch.no_grad():  # Adam (beta1 0.9, beta2 0.999), written out
-                first_moment.mul_(0.9).add_(0.1 * grad)
-                second_moment.mul_(0.999).add_(0.001 * grad**2)
-                step_direction = (first_moment / (1 - 0.9**step)) / (
-                    (second_moment / (1 - 0.999**step)).sqrt() + 1e-8
-                )
-                theta -= config.learning_rate * step_direction
+            (theta.grad,) = torch.autograd.grad(loss, theta)
+            optimiser.step()
         theta = theta.detach()
         accuracy, length = evaluate()
         history["accuracy"].append(accuracy)

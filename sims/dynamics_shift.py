@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sims.common import PALETTE, Result, figure_png, new_figure, seeded, style_axes
-from sims.offline_q_overestimation import Adam, BatchedMLP
+from sims.common import PALETTE, Adam, Result, figure_png, new_figure, seeded, style_axes
+from sims.offline_q_overestimation import BatchedMLP
 
 TITLE = "Hindsight relabelling vs a change of dynamics"
 CAPTION = (

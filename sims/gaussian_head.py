@@ -20,8 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sims.common import PALETTE, Result, figure_png, new_figure, seeded, style_axes
-from sims.offline_q_overestimation import Adam
+from sims.common import PALETTE, Adam, Result, figure_png, new_figure, seeded, style_axes
 
 TITLE = "Gaussian policy head on bimodal demos"
 CAPTION = (

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sims.common import PALETTE, Result, figure_png, new_figure, seeded, style_axes
+from sims.common import PALETTE, Adam, Result, figure_png, new_figure, seeded, style_axes
 
 TITLE = "Gumbel-softmax: bias vs variance across temperatures"
 CAPTION = (
@@ -61,7 +61,7 @@ def fit_token_reward_model(categories: int, hidden: int, steps: int, gen):
     model = torch.nn.Sequential(
         torch.nn.Linear(categories, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 1)
     )
-    optimiser = torch.optim.Adam(model.parameters(), lr=0.01)
+    optimiser = Adam([(model.parameters(), 0.01)])
     one_hot = torch.eye(categories)
     for _ in range(steps):
         loss = ((model(one_hot).squeeze(-1) - targets) ** 2).mean()
