@@ -78,6 +78,9 @@ def populate(url: str, learners: int, due_share: float) -> None:
         connection.execute(sa.delete(Learner.__table__))
         for start in range(0, len(rows), 10_000):
             connection.execute(sa.insert(Learner.__table__), rows[start : start + 10_000])
+    with engine.begin() as connection:
+        # A live table has planner statistics (autovacuum); a bulk-loaded one must be analysed.
+        connection.execute(sa.text("ANALYZE learner"))
     engine.dispose()
 
 
