@@ -45,7 +45,7 @@ NOW = datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC)
 class NoopTransport:
     platform = "telegram"
 
-    async def push(self, learner, replies) -> PushOutcome:  # noqa: ANN001
+    async def push(self, learner, replies) -> PushOutcome:
         return PushOutcome.SENT
 
 
@@ -139,7 +139,7 @@ def bench_job_per_learner(learners: int) -> None:
     """python-telegram-bot's JobQueue.run_daily, one job per learner."""
     from telegram.ext import ApplicationBuilder
 
-    async def noop(context) -> None:  # noqa: ANN001
+    async def noop(context) -> None:
         return None
 
     async def register() -> tuple[float, int]:

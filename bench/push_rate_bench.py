@@ -33,7 +33,7 @@ from grader.selfgrade import SelfGrader
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def load_fake_api():  # noqa: ANN201 - the module, loaded by path (tests/ is not a package)
+def load_fake_api():
     spec = importlib.util.spec_from_file_location("fake_bot_api", ROOT / "tests/telegram/fake_bot_api.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

@@ -47,7 +47,7 @@ def build_grader(settings: Settings) -> Grader:
     return SelfGrader()
 
 
-def build_sims(settings: Settings):  # noqa: ANN201 - sims.service.SimService when present
+def build_sims(settings: Settings):
     try:
         from sims.service import SimService
     except ImportError:

@@ -29,7 +29,7 @@ def make_engine(url: str) -> Engine:
         engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
         @sa.event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_connection, _record):  # noqa: ANN001
+        def _sqlite_pragmas(dbapi_connection, _record):
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA foreign_keys=ON")
@@ -40,7 +40,7 @@ def make_engine(url: str) -> Engine:
     return sa.create_engine(url, pool_pre_ping=True)
 
 
-def alembic_config(url: str):  # noqa: ANN201 - alembic.config.Config, imported lazily
+def alembic_config(url: str):
     from alembic.config import Config
 
     config = Config(str(MIGRATIONS_DIR / "alembic.ini"))

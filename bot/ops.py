@@ -68,7 +68,7 @@ class SecretFilter(logging.Filter):
         return True
 
 
-async def start_ops_server(port: int, host: str = "0.0.0.0"):  # noqa: ANN201 - aiohttp AppRunner
+async def start_ops_server(port: int, host: str = "0.0.0.0"):
     """Serve ``/healthz`` and ``/metrics`` on ``port``; returns the runner to clean up."""
     from aiohttp import web
 

@@ -49,7 +49,7 @@ PLATFORM_RATE = {"telegram": 25.0, "discord": 5.0}
 class TokenBucket:
     """Paces sends to ``rate`` a second with bursts of at most ``burst``."""
 
-    def __init__(self, rate: float, burst: float = 1.0, monotonic=_time.monotonic):  # noqa: ANN001
+    def __init__(self, rate: float, burst: float = 1.0, monotonic=_time.monotonic):
         self.rate = rate
         self.burst = burst
         self.tokens = burst

@@ -17,7 +17,7 @@ PASSING_QUALITY = 3
 SAME_DAY_REPEAT_BELOW = 4
 
 
-def _to_hundredths(easiness: float | int | str | Decimal) -> int:
+def _to_hundredths(easiness: float | str | Decimal) -> int:
     value = Decimal(str(easiness)) * 100
     if value != value.to_integral_value():
         raise ValueError(f"easiness must have at most two decimals, got {easiness!r}")

@@ -151,7 +151,7 @@ async def test_timezone_change_after_todays_push_does_not_push_again(db, small_d
     # Flies west to UTC-12, where it is 21:00 on 1 March. The push for 2 March already went
     # out, so 09:00 on 2 March in UTC-12 (21:00 UTC) brings nothing; 3 March does.
     await engine.update_settings(learner_id, "timezone", "UTC-12")
-    for hours in range(0, 36):
+    for hours in range(36):
         clock.set(datetime(2026, 3, 2, 9, 0, tzinfo=UTC) + timedelta(hours=hours))
         await sweeper.sweep()
     assert transport.users == ["traveller"]

@@ -44,9 +44,8 @@ async def test_one_process_serves_telegram_reminders_and_metrics(bot_api: Any, t
         bot_api.send_command(ada, "trap")
         question = await bot_api.wait_for("sendMessage", since=mark, chat_id=ada.id, timeout=30)
         assert "rl-01" in question.text
-        async with aiohttp.ClientSession() as http:
-            async with http.get(f"http://127.0.0.1:{port}/healthz") as response:
-                assert response.status == 200
+        async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/healthz") as response:
+            assert response.status == 200
         assert not running.done()
     finally:
         stop.set()
