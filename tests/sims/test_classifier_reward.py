@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sims import classifier_reward as sim
+from sims.common import png_size
 
 SMALL = sim.Config(iterations=30)
 
@@ -30,4 +31,4 @@ def test_vice_reward_is_shaped_and_the_agent_learns(result):
 def test_plot_is_a_1000px_png(result):
     png = sim.plot(result)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert abs(int.from_bytes(png[16:20], "big") - 1000) <= 20
+    assert abs(png_size(png)[0] - 1000) <= 20

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sims import cross_prompt_pairs as sim
+from sims.common import png_size
 
 SMALL = sim.Config(difficulty_spreads=(0.0, 8.0), seeds=4, train_prompts=60, test_prompts=60)
 
@@ -56,7 +57,7 @@ def test_within_prompt_accuracy_counts_concordant_pairs():
 def test_plot_is_a_1000px_png(result):
     png = sim.plot(result)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert abs(int.from_bytes(png[16:20], "big") - 1000) <= 20
+    assert abs(png_size(png)[0] - 1000) <= 20
 
 
 def test_deterministic():
