@@ -141,6 +141,20 @@ class QuizEngine:
                 return self.learner(platform, user_id, display_name=display_name, chat_id=chat_id)
             return learner
 
+    def set_active(self, learner_id: int | None, active: bool) -> bool:
+        """Mark a learner reachable or not (blocked the bot, came back); True when it changed.
+        The reminder sweep skips inactive learners."""
+        if learner_id is None:
+            return False
+        with Session(self.db) as session:
+            learner = session.get(Learner, learner_id)
+            if learner is None or learner.active == active:
+                return False
+            learner.active = active
+            session.add(learner)
+            session.commit()
+            return True
+
     def get_learner(self, learner_id: int) -> Learner | None:
         with Session(self.db, expire_on_commit=False) as session:
             return session.get(Learner, learner_id)

@@ -17,8 +17,6 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
 import discord
-import sqlalchemy as sa
-from sqlmodel import Session
 
 from bot import texts as engine_texts
 from bot.actions import Action, Verb
@@ -142,10 +140,7 @@ class DiscordHandlers:
             active = True
         else:
             return learner
-        with Session(self.engine.db) as session:
-            statement = sa.update(Learner).where(Learner.id == learner.id).values(active=active)
-            session.exec(statement)  # type: ignore[call-overload]
-            session.commit()
+        self.engine.set_active(learner.id, active)
         if active:
             # Back in the sweep: "setting" the same timezone recomputes when the next push is due.
             await self.engine.update_settings(learner.id, "timezone", learner.timezone)  # type: ignore[arg-type]

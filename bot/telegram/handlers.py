@@ -41,7 +41,6 @@ from bot.markup import to_plain
 from bot.models import Learner
 from bot.prefs import PreferenceError, parse_push_time, parse_timezone
 from bot.replies import Button, Reply, ReplyKind
-from bot.telegram.activity import set_active
 from bot.telegram.delivery import Delivery, Destination
 from bot.telegram.format import utf16_length
 from bot.telegram.sequencing import UserSequencer
@@ -212,7 +211,7 @@ class TelegramHandlers:
             PLATFORM, user.id, display_name=user.full_name, chat_id=chat.id if private else None
         )
         if private and not learner.active:
-            set_active(self.engine, learner.id, True)  # they unblocked the bot and wrote again
+            self.engine.set_active(learner.id, True)  # they unblocked the bot and wrote again
         message = update.effective_message
         thread = (
             getattr(message, "message_thread_id", None)
@@ -258,7 +257,7 @@ class TelegramHandlers:
         except Forbidden as error:
             log.info("cannot write to chat %s: %s", incoming.dest.chat_id, error)
             if incoming.private:
-                set_active(self.engine, incoming.learner_id, False)
+                self.engine.set_active(incoming.learner_id, False)
         except TelegramError as error:
             log.warning("sending to chat %s failed: %s", incoming.dest.chat_id, error)
 
@@ -552,9 +551,9 @@ class TelegramHandlers:
             return
         status = change.new_chat_member.status
         if status in (ChatMemberStatus.BANNED, ChatMemberStatus.LEFT):
-            set_active(self.engine, learner.id, False)
+            self.engine.set_active(learner.id, False)
         elif status == ChatMemberStatus.MEMBER:
-            set_active(self.engine, learner.id, True)
+            self.engine.set_active(learner.id, True)
 
     async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         update_id = update.update_id if isinstance(update, Update) else None

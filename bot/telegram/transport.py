@@ -21,7 +21,6 @@ from telegram import Update
 from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, TelegramError
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, BaseRateLimiter
 
-from bot.telegram.activity import set_active
 from bot.telegram.delivery import Delivery, Destination
 from bot.telegram.handlers import COMMANDS, PLATFORM, TelegramHandlers
 from bot.telegram.sequencing import UserSequencer
@@ -224,11 +223,11 @@ class TelegramTransport:
         try:
             await self.delivery.send(Destination(chat_id), replies, sent=sent)
         except Forbidden:
-            set_active(self.engine, learner.id, False)
+            self.engine.set_active(learner.id, False)
             return PushOutcome.BLOCKED
         except BadRequest as error:
             if any(reason in str(error).lower() for reason in UNREACHABLE):
-                set_active(self.engine, learner.id, False)
+                self.engine.set_active(learner.id, False)
                 return PushOutcome.BLOCKED
             log.warning("push to learner %s failed: %s", learner.id, error)
             return PushOutcome.SENT if sent else PushOutcome.FAILED
