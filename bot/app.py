@@ -12,7 +12,7 @@ from bot.config import Settings
 from bot.db import make_engine, migrate
 from bot.engine import QuizEngine
 from cards.deck import default_deck
-from grader.base import Grader
+from grader.base import Grader, warmable
 
 if TYPE_CHECKING:
     from bot.clock import Clock
@@ -116,8 +116,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         ops = await start_ops_server(settings.trapbot_metrics_port)
     warm = asyncio.create_task(engine.sims.warm_all()) if engine.sims is not None else None
     # The offline judge's embedding model loads in the background, not on the first answer.
-    judge = getattr(engine.grader, "fallback", None) or engine.grader
-    warm_judge = asyncio.create_task(judge.warm(engine.deck)) if hasattr(judge, "warm") else None
+    judge = warmable(engine.grader)
+    warm_judge = asyncio.create_task(judge.warm(engine.deck)) if judge is not None else None
     try:
         await stop.wait()
     finally:

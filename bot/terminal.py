@@ -10,6 +10,7 @@ from typing import TextIO
 from bot.engine import QuizEngine
 from bot.markup import to_plain
 from bot.replies import Button, Reply, ReplyKind
+from grader.base import warmable
 
 BOLD = ("\033[1m", "\033[0m")
 PROMPT = "> "
@@ -65,8 +66,8 @@ class TerminalChat:
 
     def _warm_judge(self, card_id: str | None) -> None:
         """Load the judge's model for this card while the learner types (not before the prompt)."""
-        judge = getattr(self.engine.grader, "fallback", None) or self.engine.grader
-        if card_id is None or card_id in self._warming or not hasattr(judge, "warm"):
+        judge = warmable(self.engine.grader)
+        if card_id is None or card_id in self._warming or judge is None:
             return
         self._warming[card_id] = asyncio.create_task(judge.warm([self.engine.deck.get(card_id)]))
 

@@ -105,3 +105,10 @@ class Grader(Protocol):
     async def assess(self, card: Card, answer: str, *, interactive: bool) -> Assessment:
         """Assess ``answer``; with ``interactive`` the learner may be asked to confirm."""
         ...
+
+
+def warmable(grader: Grader) -> Any | None:
+    """The judge with a model to load ahead of the first answer: the grader itself, or the
+    offline judge an LLM judge falls back to; None when there is nothing to warm."""
+    judge = getattr(grader, "fallback", None) or grader
+    return judge if hasattr(judge, "warm") else None

@@ -385,3 +385,24 @@ def test_learner_is_created_once(db, small_deck, clock) -> None:
     b = engine.learner("discord", "123", display_name="Ada L.")
     assert a.id == b.id and b.display_name == "Ada L." and b.chat_id == "555"
     assert engine.today(b) == clock.now().date() - timedelta(days=0)
+
+
+def test_warmable_finds_the_judge_with_a_model() -> None:
+    from grader.base import warmable
+
+    class Offline:
+        name = "offline"
+
+        async def warm(self, cards) -> None: ...
+
+    class Llm:
+        name = "llm"
+
+        def __init__(self, fallback) -> None:
+            self.fallback = fallback
+
+    offline = Offline()
+    assert warmable(offline) is offline
+    assert warmable(Llm(offline)) is offline
+    assert warmable(Llm(None)) is None
+    assert warmable(SelfGrader()) is None
