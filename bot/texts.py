@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from typing import TYPE_CHECKING
 
 from grader.base import Judgement, PointVerdict
 
 if TYPE_CHECKING:
-    from cards.schema import Card
+    from cards.schema import Card, KeyPoint, Misconception
+
+#: The longest label shown beside a mark.
+LABEL_CHARS = 60
 
 MARK = {
     PointVerdict.PRESENT: "✅",
@@ -58,8 +62,16 @@ def question_text(card: Card, *, repeat: bool, due_label: str) -> str:
     return "\n".join(lines)
 
 
+def point_label(point: KeyPoint | Misconception) -> str:
+    """The point's short label; before a card has one, the first clause of its text."""
+    if point.label:
+        return point.label
+    first = re.split(r"(?<=[.;:])\s|,\s(?:so|and|which)\s", " ".join(point.text.split()))[0]
+    return first if len(first) <= LABEL_CHARS else first[: LABEL_CHARS - 1].rstrip() + "…"
+
+
 def key_text(card: Card) -> str:
-    """The mechanism key, shown for self-grading."""
+    """The mechanism key in full, shown for self-grading and "I disagree"."""
     lines = ["**The mechanism key**"]
     for index, point in enumerate(card.key_points, 1):
         core = " (core)" if point.core else ""
@@ -76,22 +88,48 @@ def self_grade_prompt(card: Card) -> str:
     )
 
 
+def marked_points(card: Card, judgement: Judgement, *, numbered: bool = False) -> list[str]:
+    """One line per key point: its mark and label, core points in bold."""
+    lines = []
+    for index, point in enumerate(card.key_points, 1):
+        label = f"**{point_label(point)}**" if point.core else point_label(point)
+        number = f"{index}. " if numbered else ""
+        lines.append(f"{number}{MARK[judgement.verdict_for(point.id)]} {label}")
+    return lines
+
+
 def assisted_prompt(card: Card, judgement: Judgement, quality: int) -> str:
     lines = ["**Check my reading of your answer.** Tap a point to correct it, then confirm.", ""]
-    for index, point in enumerate(card.key_points, 1):
-        verdict = judgement.verdict_for(point.id)
-        core = " (core)" if point.core else ""
-        lines.append(f"{index}. {MARK[verdict]} {point.text}{core}")
+    lines += marked_points(card, judgement, numbered=True)
     fell = _asserted(card, judgement)
     if fell:
-        lines += ["", f"⚠️ It reads like the trap: _{fell}_"]
-    lines += ["", f"As ticked, that grades **{quality}/5**."]
+        lines += ["", f"⚠️ It reads like the trap: _{point_label(fell[0])}_"]
+    lines += ["", f"_Bold points are the core._ As ticked, that grades **{quality}/5**."]
     return "\n".join(lines)
 
 
-def _asserted(card: Card, judgement: Judgement) -> str:
+def _asserted(card: Card, judgement: Judgement) -> list[Misconception]:
     asserted = {m.misconception_id for m in judgement.misconceptions if m.asserted}
-    return "; ".join(m.text for m in card.misconceptions if m.id in asserted)
+    return [m for m in card.misconceptions if m.id in asserted]
+
+
+def biggest_gap(card: Card, judgement: Judgement) -> KeyPoint | None:
+    """The most important point the answer did not state: a core one first, then the
+    heaviest of the rest; None when nothing is missing."""
+    missing = [
+        point
+        for point in card.key_points
+        if judgement.verdict_for(point.id) is not PointVerdict.PRESENT
+    ]
+    if not missing:
+        return None
+    return max(missing, key=lambda point: (point.core, point.weight, -card.key_points.index(point)))
+
+
+def first_sentence(text: str) -> str:
+    text = " ".join(text.split())
+    match = re.match(r"(.+?[.!?])(?:\s|$)", text)
+    return match.group(1) if match else text
 
 
 def verdict_text(
@@ -102,26 +140,25 @@ def verdict_text(
     next_label: str,
     grader: str,
 ) -> str:
+    """Readable in five seconds: the grade, a mark per point, the one thing that matters most,
+    then the first paragraph of the explanation (the rest is a tap away)."""
     lines = [f"**Grade {quality}/5**: {QUALITY_WORDS[quality]}  ·  {next_label}"]
     if judgement is not None and judgement.points:
-        lines.append("")
-        for point in card.key_points:
-            verdict = judgement.verdict_for(point.id)
-            core = " (core)" if point.core else ""
-            lines.append(f"{MARK[verdict]} {point.text}{core}")
-        asserted = {m.misconception_id for m in judgement.misconceptions if m.asserted}
-        for misconception in card.misconceptions:
-            if misconception.id in asserted:
-                lines += [
-                    "",
-                    f"⚠️ **You fell for the trap:** {misconception.text}",
-                    f"Why it breaks: {misconception.why_wrong}",
-                ]
-        if caps:
-            lines += ["", "_Capped: " + "; ".join(caps) + "._"]
-        if judgement.feedback:
-            lines += ["", judgement.feedback]
-    lines += ["", f"_Graded by: {grader}_", "", "**Why**", first_paragraph(card.explanation)]
+        lines += ["", *marked_points(card, judgement)]
+        fell = _asserted(card, judgement)
+        gap = biggest_gap(card, judgement)
+        if fell:
+            lines += [
+                "",
+                f"⚠️ **You fell for the trap:** {point_label(fell[0])}. "
+                f"{first_sentence(fell[0].why_wrong)}",
+            ]
+        elif gap is not None:
+            lead = "**The core you missed:**" if gap.core else "**To make it complete:**"
+            lines += ["", f"{lead} {first_sentence(gap.text)}"]
+        if any("instruct the grader" in cap for cap in caps):
+            lines += ["", "_Your answer contains instructions to the grader; they were ignored._"]
+    lines += ["", "**Why**", first_paragraph(card.explanation), "", f"_Graded by: {grader}_"]
     return "\n".join(lines)
 
 

@@ -67,21 +67,42 @@ class Source(_Strict):
     seed: NonEmpty  # file name under shared/seeds/
 
 
+Phrase = Annotated[str, StringConstraints(strip_whitespace=True, min_length=2, max_length=80)]
+Label = Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=60)]
+
+
 class KeyPoint(_Strict):
-    """One atomic, checkable claim of the mechanism."""
+    """One atomic, checkable claim of the mechanism.
+
+    ``core``: the points a learner must state to have recalled the mechanism. All of them,
+    and no misconception, is quality 3 (a pass in SM-2); any missing is at most 2.
+    ``weight``: relative importance among the non-core points, which lift a pass to 4 and 5
+    (``grader.scoring``); it means nothing on a core point and is left at 1 there.
+    ``label``: at most 60 characters, what the verdict shows beside the mark.
+    ``accepts``: short phrasings people really use for the point (jargon, symbols, common
+    paraphrases), matched by the offline judge beside ``text``.
+    ``probe``: the question an interviewer asks to lead a candidate to the point without
+    giving it away (the follow-up).
+    """
 
     id: Slug
+    label: Label | None = None
     text: NonEmpty
-    weight: float = Field(gt=0, le=5)
     core: bool = False
+    weight: float = Field(default=1.0, gt=0, le=5)
+    accepts: list[Phrase] = Field(default_factory=list, max_length=24)
+    probe: str | None = None
 
 
 class Misconception(_Strict):
     """A wrong answer people really give, and why it is wrong."""
 
     id: Slug
+    label: Label | None = None
     text: NonEmpty
     why_wrong: NonEmpty
+    #: Short ways people assert it, for the offline judge (like ``KeyPoint.accepts``).
+    phrasings: list[Phrase] = Field(default_factory=list, max_length=24)
 
 
 class Reference(_Strict):
@@ -94,9 +115,23 @@ class Reference(_Strict):
 
 
 class ReferenceAnswer(_Strict):
+    """An answer with its labels: the points it states (``credits``), states in part
+    (``partial``), and the misconceptions it asserts; ``grade`` follows from them by the
+    grade rule (the lint checks that it does)."""
+
     kind: Literal["expert", "partial", "missing-core", "trap", "off-topic"]
     grade: int = Field(ge=0, le=5)
     text: NonEmpty
+    credits: list[Slug] | None = None
+    partial: list[Slug] = Field(default_factory=list)
+    asserts: list[Slug] = Field(default_factory=list)
+
+
+class Variant(_Strict):
+    """Another question that needs the same mechanism in another setting."""
+
+    id: Slug
+    question: NonEmpty
 
 
 class Card(_Strict):
@@ -114,6 +149,7 @@ class Card(_Strict):
     tags: list[str] = Field(min_length=1)
     references: list[Reference] = Field(min_length=1)
     reference_answers: list[ReferenceAnswer] = Field(min_length=2)
+    variants: list[Variant] = Field(default_factory=list)
     explanation: NonEmpty  # the Markdown body after the front matter
     version: str = ""  # content hash, filled in by the loader
 
@@ -143,6 +179,17 @@ class Card(_Strict):
                 raise ValueError(f"{name}: ids repeat: {ids}")
         if not any(point.core for point in self.key_points):
             raise ValueError("key_points: at least one point must be core")
+        if all(point.core for point in self.key_points):
+            raise ValueError("key_points: at least one point must be non-core (it lifts 3 to 4 and 5)")
+        point_ids = {point.id for point in self.key_points}
+        misconception_ids = {m.id for m in self.misconceptions}
+        for answer in self.reference_answers:
+            unknown = sorted(
+                (set(answer.credits or ()) | set(answer.partial)) - point_ids
+                | set(answer.asserts) - misconception_ids
+            )
+            if unknown:
+                raise ValueError(f"reference_answers ({answer.kind}): unknown ids {unknown}")
         kinds = {answer.kind: answer.grade for answer in self.reference_answers}
         if kinds.get("expert") != 5:
             raise ValueError("reference_answers: needs an expert answer graded 5")
@@ -154,5 +201,10 @@ class Card(_Strict):
         return next(point for point in self.key_points if point.id == point_id)
 
     @property
-    def total_weight(self) -> float:
-        return sum(point.weight for point in self.key_points)
+    def core_points(self) -> list[KeyPoint]:
+        return [point for point in self.key_points if point.core]
+
+    @property
+    def extra_points(self) -> list[KeyPoint]:
+        """The non-core points, which lift a pass to 4 and 5."""
+        return [point for point in self.key_points if not point.core]

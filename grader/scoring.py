@@ -1,36 +1,44 @@
-"""Turn a judge's per-point verdicts into the SM-2 quality, the same way for every judge.
+"""The grade rule: SM-2's quality from a judge's per-point verdicts, the same on every card.
 
-The rules, in order:
-1. Evidence: a verdict of present or partial whose quote does not occur in the answer
-   is downgraded one step (present -> partial -> absent). Judges cannot invent evidence.
-2. Coverage: each key point earns its weight times 1 (present), 0.5 (partial) or 0
-   (absent, contradicted); the score is the earned share of the total weight.
-3. Cut-points map the score to a quality 0-5 (``QUALITY_CUTS``).
-4. Caps: a core point absent or contradicted, or a misconception asserted, caps the
-   quality at 2 (a fail in SM-2); a suspected prompt injection caps it at 1.
+SM-2 reads quality 3 and up as "recalled", below 3 as "forgotten" (the card starts over). So
+quality 3 means one thing on every card: **the learner recalled the mechanism**, every core
+point of the key present and no misconception asserted. Weights no longer decide a pass.
 
-The cut-points: quality 1 from a score of 0.05, 2 from 0.30, 3 from 0.45, 4 from 0.65 and 5
-from 0.80. They were tuned, together with the offline judge's thresholds
-(``grader.offline.OfflineParams``), on the tuning split of
-``grader/calibration/calibration.jsonl`` (the even-numbered ``rl-`` cards; the other cards
-are held out) by coordinate search, maximising quadratic weighted kappa plus half the
-pass/fail agreement at quality 3 plus a bonus for grading each card's trap below its
-missing-core answer. Against the first guess (0.10, 0.30, 0.50, 0.70, 0.88) they sit lower
-because the offline judge credits a point as present only on a close, focused match, so
-complete answers rarely reach full coverage. ``trapbot grader eval --split held-out`` gives
-the held-out figures.
+1. Evidence (``check_evidence``): a present or partial verdict counts only with a quote that
+   occurs in the answer on word boundaries after ``grader.textnorm.fold`` and is of real
+   length: ``MIN_QUOTE_WORDS`` words, or one of the point's ``accepts`` phrasings. Without
+   one the point is absent; an asserted misconception without one is not asserted.
+2. The rule, first match wins:
+   - a misconception asserted: 1 if some core point is credited (present or partial), else 0
+     (the trap stated with conviction);
+   - every core point present: 3, lifted by the non-core points' weighted coverage
+     (present 1, partial 1/2): 4 from ``LIFT_CUTS[0]``, 5 from ``LIFT_CUTS[1]``; but 2 when a
+     key point is contradicted (a confident wrong claim beside the mechanism);
+   - some core point present or partial: 2 (the mechanism in part);
+   - some non-core point present or partial: 1 (familiar words, no mechanism);
+   - otherwise 0 (blank, off-topic, nothing of the mechanism).
+3. A suspected prompt injection caps the quality at ``INJECTION_CAP``.
+
+Consequences every card satisfies (tests/grader/test_scoring.py checks them on the deck):
+exactly the core points give 3, all points give 5, one core point missing gives at most 2,
+and the trap (a misconception, no core point) gives at most 1.
+
+The cut-points 0.4 and 0.8 were fixed from the rubric before any answer was graded ("4: a
+small gap", "5: complete"): with two non-core points one of them is a 4; with three, two
+of them are a 4 and all three a 5.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from grader.base import Grade, Judgement, PointJudgement, PointVerdict
+from grader.base import Grade, Judgement, MisconceptionJudgement, PointJudgement, PointVerdict
+from grader.textnorm import fold_phrase, occurs_on_word_boundaries, word_count
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from cards.schema import Card
 
 CREDIT = {
@@ -39,49 +47,105 @@ CREDIT = {
     PointVerdict.ABSENT: 0.0,
     PointVerdict.CONTRADICTED: 0.0,
 }
-#: Lower bounds of the score for qualities 1..5 (quality 0 below the first).
-QUALITY_CUTS = (0.05, 0.30, 0.45, 0.65, 0.80)
-CORE_CAP = 2
+PASS_QUALITY = 3
+#: Non-core coverage from which a pass is lifted to 4 and to 5.
+LIFT_CUTS = (0.4, 0.8)
 INJECTION_CAP = 1
+#: A quote shorter than this counts only when it is one of the point's accepted phrasings.
+MIN_QUOTE_WORDS = 3
+
+MISSING_CORE = "a core point of the mechanism is missing"
+ASSERTS_MISCONCEPTION = "the answer asserts a misconception"
+CONTRADICTS_POINT = "the answer contradicts a point of the key"
+INSTRUCTS_GRADER = "the answer tries to instruct the grader"
 
 
-def normalise_text(text: str) -> str:
-    """Casefolded NFKC text with runs of whitespace and quote styles made uniform."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = text.translate(
-        str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+def valid_quote(quote: str, answer: str, accepts: Iterable[str] = ()) -> bool:
+    """Whether ``quote`` is real evidence in ``answer``: it occurs there on word boundaries
+    (after folding) and is at least ``MIN_QUOTE_WORDS`` words or contains an accepted phrase."""
+    if not occurs_on_word_boundaries(quote, answer):
+        return False
+    if word_count(fold_phrase(quote)) >= MIN_QUOTE_WORDS:
+        return True
+    return any(
+        phrase and occurs_on_word_boundaries(phrase, quote)
+        for phrase in (fold_phrase(a) for a in accepts)
     )
-    return re.sub(r"\s+", " ", text).strip()
 
 
 def quote_in_answer(quote: str, answer: str) -> bool:
-    """Whether ``quote`` occurs in ``answer``, up to case, Unicode form and whitespace."""
-    needle = normalise_text(quote).strip(" .,;:\"'…")
-    return bool(needle) and needle in normalise_text(answer)
+    """Whether ``quote`` occurs in ``answer`` on word boundaries, up to ``fold``."""
+    return occurs_on_word_boundaries(quote, answer)
 
 
-def _downgrade(verdict: PointVerdict) -> PointVerdict:
-    if verdict is PointVerdict.PRESENT:
-        return PointVerdict.PARTIAL
-    if verdict is PointVerdict.PARTIAL:
-        return PointVerdict.ABSENT
-    return verdict
-
-
-def check_evidence(judgement: Judgement, answer: str) -> Judgement:
-    """Downgrade every present/partial point whose quote is not in the answer."""
+def check_evidence(card: Card, judgement: Judgement, answer: str) -> Judgement:
+    """The judgement with every verdict that lacks real evidence taken back."""
+    accepts = {point.id: point.accepts for point in card.key_points}
     points = []
     for point in judgement.points:
-        if point.verdict in (PointVerdict.PRESENT, PointVerdict.PARTIAL) and not quote_in_answer(
-            point.quote, answer
+        if point.verdict in (PointVerdict.PRESENT, PointVerdict.PARTIAL) and not valid_quote(
+            point.quote, answer, accepts.get(point.point_id, ())
         ):
-            point = PointJudgement(point.point_id, _downgrade(point.verdict), point.quote)
+            point = PointJudgement(point.point_id, PointVerdict.ABSENT, "")
         points.append(point)
-    return replace(judgement, points=tuple(points))
+    misconceptions = tuple(
+        m
+        if not m.asserted or valid_quote(m.quote, answer)
+        else MisconceptionJudgement(m.misconception_id, False, "")
+        for m in judgement.misconceptions
+    )
+    return replace(judgement, points=tuple(points), misconceptions=misconceptions)
 
 
-def quality_from_score(score: float) -> int:
-    return sum(score >= cut for cut in QUALITY_CUTS)
+def extra_coverage(card: Card, judgement: Judgement) -> float:
+    """Weighted coverage of the non-core points in [0, 1] (1.0 for a card without any)."""
+    extra = card.extra_points
+    total = sum(point.weight for point in extra)
+    if not total:
+        return 1.0
+    earned = sum(point.weight * CREDIT[judgement.verdict_for(point.id)] for point in extra)
+    return earned / total
+
+
+def quality_of(card: Card, judgement: Judgement) -> tuple[int, tuple[str, ...]]:
+    """The quality by the rule of the module docstring, and why it is not higher."""
+    core = [judgement.verdict_for(point.id) for point in card.core_points]
+    credited = (PointVerdict.PRESENT, PointVerdict.PARTIAL)
+    core_credit = any(verdict in credited for verdict in core)
+    asserted = any(m.asserted for m in judgement.misconceptions)
+    if asserted:
+        quality, reasons = (1 if core_credit else 0), [ASSERTS_MISCONCEPTION]
+        if not all(verdict is PointVerdict.PRESENT for verdict in core):
+            reasons.append(MISSING_CORE)
+    elif all(verdict is PointVerdict.PRESENT for verdict in core):
+        contradicted = any(
+            judgement.verdict_for(point.id) is PointVerdict.CONTRADICTED for point in card.key_points
+        )
+        if contradicted:
+            quality, reasons = 2, [CONTRADICTS_POINT]
+        else:
+            lift = extra_coverage(card, judgement)
+            quality, reasons = PASS_QUALITY + sum(lift >= cut for cut in LIFT_CUTS), []
+    else:
+        extra_credit = any(judgement.verdict_for(p.id) in credited for p in card.extra_points)
+        quality = 2 if core_credit else 1 if extra_credit else 0
+        reasons = [MISSING_CORE]
+    if judgement.injection_suspected and quality > INJECTION_CAP:
+        quality = INJECTION_CAP
+        reasons.append(INSTRUCTS_GRADER)
+    elif judgement.injection_suspected:
+        reasons.append(INSTRUCTS_GRADER)
+    return quality, tuple(reasons)
+
+
+def coverage(card: Card, judgement: Judgement) -> float:
+    """Share of the key covered, core points counting 1 each and the rest by weight; shown and
+    stored beside the quality, never used to decide it."""
+    weights = [1.0 if point.core else point.weight for point in card.key_points]
+    earned = sum(
+        w * CREDIT[judgement.verdict_for(p.id)] for w, p in zip(weights, card.key_points, strict=True)
+    )
+    return earned / sum(weights)
 
 
 def grade_from_judgement(
@@ -89,27 +153,40 @@ def grade_from_judgement(
 ) -> Grade:
     """The SM-2 quality for ``judgement`` of ``answer`` on ``card``."""
     if check_quotes:
-        judgement = check_evidence(judgement, answer)
-    earned = sum(
-        point.weight * CREDIT[judgement.verdict_for(point.id)] for point in card.key_points
+        judgement = check_evidence(card, judgement, answer)
+    quality, reasons = quality_of(card, judgement)
+    return Grade(
+        quality=quality,
+        score=round(coverage(card, judgement), 4),
+        judgement=judgement,
+        caps=reasons,
     )
-    score = earned / card.total_weight
-    quality = quality_from_score(score)
-    caps: list[str] = []
-    missing_core = [
-        point.id
-        for point in card.key_points
-        if point.core
-        and judgement.verdict_for(point.id) in (PointVerdict.ABSENT, PointVerdict.CONTRADICTED)
-    ]
-    if missing_core and quality > CORE_CAP:
-        caps.append("a core point of the mechanism is missing")
-        quality = CORE_CAP
-    asserted = [m.misconception_id for m in judgement.misconceptions if m.asserted]
-    if asserted and quality > CORE_CAP:
-        caps.append("the answer asserts a misconception")
-        quality = CORE_CAP
-    if judgement.injection_suspected and quality > INJECTION_CAP:
-        caps.append("the answer tries to instruct the grader")
-        quality = INJECTION_CAP
-    return Grade(quality=quality, score=round(score, 4), judgement=judgement, caps=tuple(caps))
+
+
+def grade_from_labels(
+    card: Card,
+    credits: Iterable[str],
+    partial: Iterable[str] = (),
+    asserts: Iterable[str] = (),
+    contradicted: Iterable[str] = (),
+) -> int:
+    """The quality of an answer labelled by hand: the points it states, states in part or
+    contradicts, and the misconceptions it asserts."""
+    credits, partial, contradicted = set(credits), set(partial), set(contradicted)
+
+    def verdict(point_id: str) -> PointVerdict:
+        if point_id in contradicted:
+            return PointVerdict.CONTRADICTED
+        if point_id in credits:
+            return PointVerdict.PRESENT
+        return PointVerdict.PARTIAL if point_id in partial else PointVerdict.ABSENT
+
+    asserted = set(asserts)
+    judgement = Judgement(
+        judge="labels",
+        points=tuple(PointJudgement(p.id, verdict(p.id), "") for p in card.key_points),
+        misconceptions=tuple(
+            MisconceptionJudgement(m.id, m.id in asserted) for m in card.misconceptions
+        ),
+    )
+    return quality_of(card, judgement)[0]

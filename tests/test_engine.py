@@ -14,12 +14,13 @@ from bot.models import CardState, Learner, PushLog, Review, ReviewStatus
 from bot.replies import ReplyKind
 from cards.schema import Card
 from grader.base import Assessment, Judgement, MisconceptionJudgement, PointJudgement, PointVerdict
-from grader.scoring import grade_from_judgement, quality_from_score
+from grader.scoring import grade_from_judgement, grade_from_labels
 from grader.selfgrade import SelfGrader
 
 
 class KeywordJudge:
-    """A deterministic judge for tests: a point is present when its id's first word appears."""
+    """A deterministic judge for tests: a point is present when its id's first word appears;
+    the whole answer is the quote (the grade rule wants evidence of several words)."""
 
     name = "keyword"
 
@@ -31,13 +32,14 @@ class KeywordJudge:
         self.calls += 1
         lowered = answer.lower()
         points = tuple(
-            PointJudgement(p.id, PointVerdict.PRESENT, p.id.split("-")[0])
+            PointJudgement(p.id, PointVerdict.PRESENT, answer)
             if p.id.split("-")[0] in lowered
             else PointJudgement(p.id, PointVerdict.ABSENT)
             for p in card.key_points
         )
         misconceptions = tuple(
-            MisconceptionJudgement(m.id, "approve" in lowered) for m in card.misconceptions
+            MisconceptionJudgement(m.id, "approve" in lowered, answer if "approve" in lowered else "")
+            for m in card.misconceptions
         )
         judgement = Judgement(judge=self.name, points=points, misconceptions=misconceptions)
         grade = grade_from_judgement(card, judgement, answer)
@@ -226,11 +228,13 @@ async def test_assisted_grading_ticks_and_confirms(db, small_deck, clock) -> Non
     await engine.next_trap(learner.id)
     [confirm] = await engine.submit_answer(learner.id, "proxy kl overoptimization")
     assert confirm.kind is ReplyKind.CONFIRM and "Confirm" in confirm.buttons[-1][0].label
-    # The model card's weights are 1, 1, 1, 0.5, 1: three core points present is 3/4.5.
-    assert confirm.buttons[-1][0].label == f"Confirm {quality_from_score(3 / 4.5)}/5"
-    # Tick point 4 (degenerate outputs) from absent to present, then point 5, then confirm.
+    # The keyword judge finds the first three points; the grade rule decides what that is worth.
+    card = small_deck.cards[0]
+    point_ids = [p.id for p in card.key_points]
+    assert confirm.buttons[-1][0].label == f"Confirm {grade_from_labels(card, point_ids[:3])}/5"
+    # Tick point 4 from absent to present, then point 5, then confirm.
     [ticked] = await engine.act(learner.id, button(confirm, Verb.TICK, "4"))
-    assert ticked.buttons[-1][0].label == f"Confirm {quality_from_score(3.5 / 4.5)}/5"
+    assert ticked.buttons[-1][0].label == f"Confirm {grade_from_labels(card, point_ids[:4])}/5"
     assert "1. ✅" in ticked.buttons[0][0].label and "4. ✅" in ticked.buttons[1][0].label
     [ticked] = await engine.act(learner.id, button(ticked, Verb.TICK, "5"))
     assert ticked.buttons[-1][0].label == "Confirm 5/5"

@@ -20,7 +20,7 @@ from grader.llm import (
     estimate_tokens,
     parse_output,
 )
-from grader.scoring import grade_from_judgement, quality_from_score
+from grader.scoring import grade_from_judgement
 
 from .conftest import completion, hang, status, verdict_json
 
@@ -89,10 +89,7 @@ async def test_good_verdict_is_graded_by_code(fake_openai, rl08, tmp_path):
         rl08, parse_output(rl08, verdict_json(rl08, FULL_MARKS), "llm:test-model"), ANSWER
     )
     assert assessment.grade == expected
-    assert assessment.grade.score == pytest.approx(
-        4.0 / 4.5, abs=1e-3
-    )  # all but the 0.5-weight point
-    assert assessment.grade.quality == quality_from_score(4.0 / 4.5) >= 4
+    assert assessment.grade.quality >= 4  # every core point, all but one of the others
     request = fake_openai.requests[0]
     assert len(fake_openai.requests) == 1
     assert request["response_format"]["type"] == "json_schema"
@@ -225,7 +222,7 @@ async def test_a_model_that_wants_max_completion_tokens_gets_it(fake_openai, rl0
     )
 
 
-async def test_quotes_not_in_the_answer_downgrade_their_points(fake_openai, rl08, tmp_path):
+async def test_quotes_not_in_the_answer_take_their_points_back(fake_openai, rl08, tmp_path):
     invented = dict(FULL_MARKS)
     invented["proxy-not-goal"] = (
         "present",
@@ -237,7 +234,7 @@ async def test_quotes_not_in_the_answer_downgrade_their_points(fake_openai, rl08
     assessment = await judge.assess(rl08, ANSWER, interactive=False)
     await judge.close()
     judgement = assessment.grade.judgement
-    assert judgement.verdict_for("proxy-not-goal") is PointVerdict.PARTIAL
+    assert judgement.verdict_for("proxy-not-goal") is PointVerdict.ABSENT
     assert judgement.verdict_for("overoptimization") is PointVerdict.ABSENT
     assert judgement.verdict_for("kl-keeps-in-distribution") is PointVerdict.PRESENT
     assert assessment.grade.quality == 2  # a core point is now absent

@@ -136,12 +136,12 @@ class KeywordJudge:
         for point in card.key_points:
             words = point.id.split("-")
             if all(word in lowered for word in words):
-                points.append(PointJudgement(point.id, PointVerdict.PRESENT, words[0]))
+                points.append(PointJudgement(point.id, PointVerdict.PRESENT, answer))
             else:
                 points.append(PointJudgement(point.id, PointVerdict.ABSENT, ""))
         misconceptions = tuple(
             MisconceptionJudgement(
-                m.id, "approve it" in lowered, "approve it" if "approve it" in lowered else ""
+                m.id, "approve it" in lowered, answer if "approve it" in lowered else ""
             )
             for m in card.misconceptions[:1]
         )
