@@ -7,6 +7,7 @@ the fastest of the registry when measured (cold ``sims.cache.compute`` on 2 busy
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,16 @@ from pathlib import Path
 import pytest
 
 from sims import cache, registry
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` (all ten seeds of a claim) run only with RUN_SLOW=1."""
+    if os.environ.get("RUN_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow: proves all ten seeds; set RUN_SLOW=1 to run it")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
 
 #: The two fastest sims. trajectory_stitching is numpy-only, so a fresh process computing it
 #: never imports torch; pg_baseline is the fastest of those that do.
