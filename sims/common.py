@@ -160,9 +160,7 @@ def phone_figure(
     matplotlib.rcParams.update(PHONE_RC)
     title_lines = 0 if not title else wrap(title, TITLE_WRAP_CHARS).count("\n") + 1
     height = nrows * height_per_panel + 0.4 * title_lines + 0.2
-    fig = Figure(
-        figsize=(PHONE_WIDTH_PX / PLOT_DPI, height), dpi=PLOT_DPI, layout="constrained"
-    )
+    fig = Figure(figsize=(PHONE_WIDTH_PX / PLOT_DPI, height), dpi=PLOT_DPI, layout="constrained")
     FigureCanvasAgg(fig)
     fig.get_layout_engine().set(h_pad=0.08, w_pad=0.08, hspace=0.06)
     axes = fig.subplots(nrows, 1, squeeze=False, sharex=sharex)[:, 0].tolist()

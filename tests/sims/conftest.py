@@ -16,6 +16,7 @@ import pytest
 
 from sims import cache, registry
 
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``slow`` (all ten seeds of a claim) run only with RUN_SLOW=1."""
     if os.environ.get("RUN_SLOW") == "1":

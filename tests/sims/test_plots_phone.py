@@ -132,7 +132,8 @@ def test_plot_reads_on_a_phone(sim_id, rendered):
         {
             (round(text.get_fontsize(), 1), text.get_text()[:40])
             for text in fig.findobj(Text)
-            if text.get_visible() and text.get_text().strip()
+            if text.get_visible()
+            and text.get_text().strip()
             and text.get_fontsize() < MIN_FONT_PT - 1e-6
         }
     )
@@ -153,7 +154,7 @@ def test_series_counter_counts_what_is_drawn():
     """The counter itself: lines, bars, error bars and labelled bands, not unlabelled bands."""
     from sims.common import phone_figure
 
-    fig, (ax,) = phone_figure(1, title="A figure for counting series only")
+    _, (ax,) = phone_figure(1, title="A figure for counting series only")
     ax.plot([0, 1], [0, 1])
     ax.axhline(0.5, label="budget")
     ax.bar([0, 1], [1, 2])
