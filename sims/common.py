@@ -244,15 +244,18 @@ def _place_legends_below(fig: Figure) -> None:
 def save_png(fig: Figure) -> bytes:
     """Lay the figure out and render it to PNG bytes exactly ``PHONE_WIDTH_PX`` wide.
 
-    Two passes: place the legends below their panels, and, if constrained layout had to squash
-    a panel's plotting area under ``MIN_AXES_HEIGHT_IN``, make the figure taller and lay out
-    again. The width never changes.
+    Places the legends below their panels and lays the figure out; if constrained layout had to
+    squash a panel's plotting area under ``MIN_AXES_HEIGHT_IN``, makes the figure taller and
+    lays out again. The width never changes.
     """
     fig.set_size_inches(PHONE_WIDTH_PX / PLOT_DPI, fig.get_figheight(), forward=False)
+    engine = fig.get_layout_engine()
     for _ in range(3):
-        fig.canvas.draw()
+        # The gap under a panel (tick labels, axis label) does not depend on the panel's size,
+        # so the legends are placed first and one layout pass follows; it measures text without
+        # rasterising anything.
         _place_legends_below(fig)
-        fig.canvas.draw()
+        engine.execute(fig)
         flattest = min((ax.bbox.height / fig.dpi for ax in fig.axes), default=MIN_AXES_HEIGHT_IN)
         if flattest >= MIN_AXES_HEIGHT_IN - 0.01:
             break
@@ -262,6 +265,7 @@ def save_png(fig: Figure) -> bytes:
             fig.get_figheight() + rows * (MIN_AXES_HEIGHT_IN - flattest) + 0.05,
             forward=False,
         )
+    fig.set_layout_engine("none")  # laid out above; savefig need not do it again
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=PLOT_DPI)
     png = buffer.getvalue()
@@ -278,11 +282,13 @@ class Adam:
     this is the same update rule without that import.
     """
 
-    def __init__(self, groups, betas=(0.9, 0.999), eps=1e-8):
+    def __init__(self, groups, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
         import torch
 
         self.groups = [(list(params), lr) for params, lr in groups]
         self.betas, self.eps, self.steps = betas, eps, 0
+        self.weight_decay = weight_decay
+        """L2 penalty added to the gradient, as torch.optim.Adam's weight_decay (not AdamW)."""
         self.moments = [
             [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
             for params, _ in self.groups
@@ -305,7 +311,10 @@ class Adam:
                 for param, (mean, square) in zip(params, moments):
                     if param.grad is None:
                         continue
-                    mean.mul_(beta1).add_(param.grad, alpha=1 - beta1)
-                    square.mul_(beta2).addcmul_(param.grad, param.grad, value=1 - beta2)
+                    grad = param.grad
+                    if self.weight_decay:
+                        grad = grad.add(param, alpha=self.weight_decay)
+                    mean.mul_(beta1).add_(grad, alpha=1 - beta1)
+                    square.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
                     denominator = (square / correction2).sqrt_().add_(self.eps)
                     param.addcdiv_(mean, denominator, value=-lr * lr_scale / correction1)

@@ -43,7 +43,6 @@ NOT_YET_PHONE = frozenset(
         "gumbel_bias",
         "offline_q_overestimation",
         "ppo_rlhf_bugs",
-        "reward_overoptimization",
     }
 )
 
