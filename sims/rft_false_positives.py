@@ -8,8 +8,9 @@ distinct reasoning paths) and fine-tune on the result. The check looks at the an
 imperfect verifier (the same holds for visible unit tests or a format check).
 
 The model: problem difficulty d is uniform on [0, 1]. The base model reasons carefully with
-probability ``careful_rate`` and then succeeds with probability e(d), falling with d: the sound
-rate is p(d) = careful_rate * e(d). Every other path is flawed (a guess, or careful reasoning
+probability c(d) (from ``careful_easy`` down to ``careful_hard``: it guesses more where it is
+lost) and then succeeds with probability e(d), falling with d: the sound rate is
+p(d) = c(d) e(d). Every other path is flawed (a guess, or careful reasoning
 gone wrong) and still lands on the right answer with probability 1 / ``answer_choices`` (small
 integers, multiple choice): the lucky rate q(d) = (1 - p(d)) / answer_choices. A problem has
 only ``correct_paths`` distinct correct derivations, while flawed paths are all different, so
@@ -22,7 +23,7 @@ grow, but the set is then dominated by copies of easy problems, the diversity RF
 The student is a logistic model of "reason carefully vs guess" given a noisy estimate of the
 problem's difficulty, fitted by maximum likelihood on the kept set: it imitates the reasoning
 style of its data. It is tested on held-out problems with free-form answers, where a guess is
-wrong: test accuracy = P(careful | d) e(d). At small N the kept set is mostly sound, more
+wrong: test accuracy = P(careful | d) e(d); the base model's is c(d) e(d). At small N the kept set is mostly sound, more
 careful than the base model, and RFT helps; at large N lucky guesses take over, the student
 learns to guess and falls below the base model. The fix is to verify harder where the false
 positives live: a process check (a step-level verifier, Lightman et al. 2023, "Let's verify step
