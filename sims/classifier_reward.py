@@ -1,4 +1,4 @@
-"""A memorising success classifier gives no reward signal; a regularised VICE classifier does.
+"""A memorising success classifier gives no reward signal; a regularised one does, fixed or VICE.
 
 A robot on a 15 x 15 grid over the unit square starts in the bottom-left corner; success is
 being within 0.15 of the top-right corner. The reward is a success classifier's probability
@@ -13,10 +13,16 @@ Events", arXiv 1805.11686) retrains the classifier during RL with the policy's o
 states as negatives; with a smooth model (logistic regression on quadratic features of the
 position), L2 regularisation and label smoothing (mixup, Zhang et al. 2017, arXiv 1710.09412,
 plays the same role for networks), the classifier is graded from where the policy is to where
-the examples are, so the reward points toward success and the agent learns. Both agents run the
-same epsilon-greedy tabular Q-learning (undirected exploration, as with the Gaussian noise of
-continuous-control agents) on 32 parallel episodes. The plot shows each reward over the grid and
-the success rate over training.
+the examples are, so the reward points toward success and the agent learns. An ablation fits
+the same regularised model once, against the same random negatives as the memorising one, and
+never refits it: it learns as well as VICE (0.93 vs 0.91 success over seeds 0-9). In this
+world regularisation is what turns examples into a reward. VICE's refitting earns its keep when
+the policy reaches states that no negative covered and a static classifier's logit extrapolates
+upward there, so the policy exploits it; random negatives over the whole square leave no such
+region here, which is why the ablation is shown rather than credited to VICE. All agents run
+the same epsilon-greedy tabular Q-learning (undirected exploration, as with the Gaussian noise
+of continuous-control agents) on 32 parallel episodes. Top and middle: the memorising and the
+fixed regularised reward over the grid. Bottom: success rate over training.
 """
 
 from __future__ import annotations
@@ -25,13 +31,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sims.common import PALETTE, Result, figure_png, new_figure, style_axes
+from sims.common import PALETTE, Result, legend_below, phone_figure, save_png, style_panel
 
-TITLE = "Success-classifier rewards: memorised vs VICE"
+TITLE = "Success-classifier rewards: memorising vs regularised (fixed or VICE)"
 CAPTION = (
     "A classifier that memorised 50 success examples pays ~0 reward everywhere the robot can be "
-    "(left), so Q-learning never finds the goal. VICE's regularised classifier, retrained with "
-    "the policy's own states as negatives, pays more the closer the robot gets: it learns."
+    "(top), so Q-learning never finds the goal. A smooth, regularised classifier pays more the "
+    "closer the robot gets (middle), and the agent learns whether it is fitted once or refitted "
+    "with the policy's states as negatives (VICE): here regularisation does the work. Refitting "
+    "matters when the policy reaches states the negatives never covered and a static "
+    "classifier's score is high there (not modelled here)."
 )
 
 MOVES = np.array([[1, 0], [-1, 0], [0, 1], [0, -1]])  # right, left, up, down (cells)
@@ -196,6 +205,22 @@ def run(config: Config = Config()) -> Result:
         return sigmoid(quadratic_features(centres) @ vice_weights)
 
     start_states = centres[:1].repeat(config.parallel, 0)
+    # Ablation: the same regularised model fitted once, negatives = uniformly random states
+    # (as the memorising classifier had), never refreshed with the policy's states.
+    fixed_weights = fit_logistic(
+        quadratic_features(points),
+        np.r_[np.full(config.positives, 1 - eps), np.full(len(random_negatives), eps)],
+        np.r_[
+            np.full(config.positives, 1 / config.positives),
+            np.full(len(random_negatives), 1 / len(random_negatives)),
+        ],
+        np.zeros_like(vice_weights),
+        config.l2,
+        steps=100 * config.iterations // config.refit_every,  # as many steps as VICE's refits
+        step_size=2.0,
+    )
+    fixed_reward = sigmoid(quadratic_features(centres) @ fixed_weights)
+    fixed_success, _ = run_q_learning(fixed_reward, config, rng)
     memorised_success, _ = run_q_learning(memorised_reward, config, rng)
     vice_success, vice_reward = run_q_learning(refit(start_states), config, rng, refit=refit)
 
@@ -206,6 +231,8 @@ def run(config: Config = Config()) -> Result:
         metrics={
             "memorised_final_success": float(np.mean(memorised_success[-window:])),
             "vice_final_success": float(np.mean(vice_success[-window:])),
+            "fixed_final_success": float(np.mean(fixed_success[-window:])),
+            "fixed_reward_progress_correlation": float(np.corrcoef(fixed_reward, progress)[0, 1]),
             "memorised_max_reward_outside_goal": float(memorised_reward[~in_goal].max()),
             "memorised_max_reward_in_goal": float(memorised_reward[in_goal].max()),
             "vice_reward_progress_correlation": float(np.corrcoef(vice_reward, progress)[0, 1]),
@@ -217,19 +244,28 @@ def run(config: Config = Config()) -> Result:
             "examples": examples.tolist(),
             "memorised_success": memorised_success,
             "vice_success": vice_success,
+            "fixed_reward": fixed_reward.reshape(config.grid, config.grid).tolist(),
+            "fixed_success": fixed_success,
             "parallel": config.parallel,
         },
     )
 
 
 def plot(result: Result) -> bytes:
-    """Reward heatmaps for both classifiers and success curves."""
+    """Reward maps of the memorising and the regularised classifier; success curves of all three."""
     series = result.series
-    fig, axes = new_figure(1, 3, height_px=420)
+    fig, (memorised, regularised, curves) = phone_figure(
+        3,
+        height_per_panel=4.2,
+        title=(
+            "Regularisation, not refitting, turns 50 success examples into a reward here: "
+            "a memorising classifier pays nothing"
+        ),
+    )
     examples = np.array(series["examples"])
     for ax, key, title in (
-        (axes[0], "memorised_reward", "Memorised classifier reward"),
-        (axes[1], "vice_reward", "VICE classifier reward (end)"),
+        (memorised, "memorised_reward", "Memorising classifier: reward ~0 everywhere"),
+        (regularised, "fixed_reward", "Regularised classifier, fitted once: graded reward"),
     ):
         image = ax.imshow(
             np.array(series[key]),
@@ -242,23 +278,27 @@ def plot(result: Result) -> bytes:
         ax.scatter(
             examples[:, 0],
             examples[:, 1],
-            s=12,
+            s=14,
             facecolors="none",
-            edgecolors="white",
-            linewidths=0.6,
+            edgecolors=PALETTE[1],
+            linewidths=0.9,
             label="success examples",
         )
-        ax.plot(0.033, 0.033, "o", color=PALETTE[3], ms=8, label="start")
-        style_axes(ax, title, "x position", "y position")
+        ax.plot(0.033, 0.033, "o", color=PALETTE[3], ms=10, label="start")
+        style_panel(ax, title, "x position", "y position")
         ax.grid(False)
-        ax.legend(fontsize=8, loc="lower right")
-    fig.colorbar(image, ax=axes[1], fraction=0.046, pad=0.04, label="reward p(success | s)")
+        ax.set_xticks([0, 0.5, 1])
+        ax.set_yticks([0, 0.5, 1])
+        fig.colorbar(image, ax=ax, fraction=0.05, pad=0.03, label="reward")
+    legend_below(regularised, ncol=2)
 
     episodes = np.arange(1, len(series["vice_success"]) + 1) * series["parallel"]
-    axes[2].plot(episodes, series["vice_success"], color=PALETTE[0], lw=2, label="VICE reward")
-    axes[2].plot(
-        episodes, series["memorised_success"], color=PALETTE[1], lw=2, label="memorised reward"
+    curves.plot(episodes, series["vice_success"], color=PALETTE[0], label="VICE (refitted)")
+    curves.plot(
+        episodes, series["fixed_success"], color=PALETTE[2], ls="--", label="regularised, fixed"
     )
-    axes[2].set_ylim(-0.03, 1.05)
-    style_axes(axes[2], "Q-learning success", "episodes", "fraction reaching the goal")
-    return figure_png(fig, suptitle="Rewards from success classifiers")
+    curves.plot(episodes, series["memorised_success"], color=PALETTE[1], label="memorising")
+    curves.set_ylim(-0.03, 1.05)
+    style_panel(curves, "Q-learning on each reward", "episodes", "success rate")
+    legend_below(curves, ncol=2)
+    return save_png(fig)

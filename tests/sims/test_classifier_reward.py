@@ -1,34 +1,39 @@
-"""classifier_reward: a memorised success classifier gives no signal; VICE's gives a shaped one."""
+"""classifier_reward: a memorised success classifier gives no signal; a regularised one gives a
+shaped reward and the agent learns, fitted once as well as refitted (VICE)."""
 
 from __future__ import annotations
 
 import pytest
 
 from sims import classifier_reward as sim
-from sims.common import png_size
+from sims.common import PHONE_WIDTH_PX, png_size
 
-SMALL = sim.Config(iterations=30)
-
-
-@pytest.fixture(scope="module")
-def result():
-    return sim.run(SMALL)
+DEFAULT = sim.Config()
 
 
-def test_memorised_reward_is_flat_zero_off_the_examples(result):
-    m = result.metrics
+def check_claims(m: dict[str, float]) -> None:
+    """Every claim of the caption, on one run's metrics."""
+    # memorising: ~0 reward off the examples, the agent never finds the goal
     assert m["memorised_max_reward_outside_goal"] < 0.01
     assert m["memorised_final_success"] < 0.05
+    # regularised: graded toward the goal and the agent learns, fixed or refitted
+    for arm in ("fixed", "vice"):
+        assert m[f"{arm}_reward_progress_correlation"] > 0.8
+        assert m[f"{arm}_final_success"] > 0.8
+    # the honest part: refitting adds nothing measurable in this world
+    assert abs(m["vice_final_success"] - m["fixed_final_success"]) < 0.1
 
 
-def test_vice_reward_is_shaped_and_the_agent_learns(result):
-    m = result.metrics
-    assert m["vice_reward_progress_correlation"] > 0.7
-    assert m["vice_final_success"] > 0.6
-    assert m["vice_final_success"] > m["memorised_final_success"] + 0.5
+def test_claims_hold_at_seed_0():
+    check_claims(sim.run(DEFAULT).metrics)
 
 
-def test_plot_is_a_1000px_png(result):
-    png = sim.plot(result)
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert abs(png_size(png)[0] - 1000) <= 20
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(10))
+def test_claims_hold_on_ten_seeds(seed):
+    check_claims(sim.run(sim.Config(seed=seed)).metrics)
+
+
+def test_plot_is_phone_width():
+    result = sim.run(sim.Config(iterations=4))
+    assert png_size(sim.plot(result))[0] == PHONE_WIDTH_PX
