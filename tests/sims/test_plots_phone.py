@@ -41,7 +41,6 @@ NOT_YET_PHONE = frozenset(
         "compounding_error",
         "deep_exploration",
         "offline_q_overestimation",
-        "ppo_rlhf_bugs",
     }
 )
 
@@ -59,10 +58,18 @@ def _params():
         yield pytest.param(sim_id, marks=marks, id=sim_id)
 
 
+def is_reference_line(line) -> bool:
+    """A straight horizontal or vertical line (axhline, axvline): constant x or constant y."""
+    import numpy as np
+
+    x, y = (np.asarray(data, dtype=float) for data in line.get_data())
+    return len(x) >= 2 and (np.ptp(x) == 0 or np.ptp(y) == 0)
+
+
 def series_in(ax) -> int:
     """Series drawn in one panel: containers (bars, error bars) count once each, then every
-    visible line, every scatter, and every labelled filled area (an unlabelled band is a
-    series' spread, not a series of its own)."""
+    visible line except unlabelled reference lines (axhline/axvline), every scatter, and every
+    labelled filled area (an unlabelled band is a series' spread, not a series of its own)."""
     from matplotlib.collections import PathCollection
 
     grouped: set[int] = set()
@@ -77,8 +84,11 @@ def series_in(ax) -> int:
             elif artist is not None:
                 grouped.add(id(artist))
     for line in ax.lines:
-        if id(line) not in grouped and line.get_visible():
-            count += 1
+        if id(line) in grouped or not line.get_visible():
+            continue
+        if line.get_label().startswith("_") and is_reference_line(line):
+            continue  # an unlabelled threshold or zero line is a reference, not a series
+        count += 1
     for collection in ax.collections:
         if id(collection) in grouped or not collection.get_visible():
             continue
@@ -149,12 +159,15 @@ def test_plot_reads_on_a_phone(sim_id, rendered):
 
 
 def test_series_counter_counts_what_is_drawn():
-    """The counter itself: lines, bars, error bars and labelled bands, not unlabelled bands."""
+    """The counter itself: lines, labelled reference lines, bars, error bars and labelled bands;
+    not unlabelled bands or unlabelled reference lines."""
     from sims.common import phone_figure
 
     _, (ax,) = phone_figure(1, title="A figure for counting series only")
     ax.plot([0, 1], [0, 1])
     ax.axhline(0.5, label="budget")
+    ax.axvline(0.5)
+    ax.axhline(0.0)
     ax.bar([0, 1], [1, 2])
     ax.errorbar([0, 1], [1, 2], yerr=[0.1, 0.1], capsize=3)
     ax.fill_between([0, 1], [0, 0], [1, 1], alpha=0.2)
