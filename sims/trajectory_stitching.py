@@ -9,7 +9,9 @@ Filtering for successful traces and cloning them (rejection-sampling SFT / filte
 B, mistake included, so its success rate is B's luck p. Offline Q-learning on all steps (fitted
 Q iteration on the data's empirical model, actions never tried valued at 0) learns from A that
 its prefix leads to the last decision and from B that the last decision can be made right, and
-stitches them: success 1, better than either trace. Step-level credit is what process reward
+stitches them: success 1, better than either trace. (It trusts its empirical model: when every
+repair in the data happened to work, at p = 0.9 on one seed in ten, the mistake looks as good as
+the right step and it splits between them, success 0.95.) Step-level credit is what process reward
 models give (Lightman et al. 2023, "Let's Verify Step by Step", arXiv 2305.20050); when offline
 RL beats BC on such data is analysed by Kumar, Hong, Singh & Levine 2022, "When Should We Prefer
 Offline Reinforcement Learning Over Behavioral Cloning?", arXiv 2204.05618. The plot shows the
@@ -28,7 +30,8 @@ TITLE = "Trajectory stitching: offline Q-learning vs SFT on successes"
 CAPTION = (
     "SFT on the successful traces of a fixed set clones trace B's early mistake, so it succeeds "
     "only as often as B's lucky repair (p). Offline step-level Q-learning joins A's correct "
-    "prefix to the correct last step seen in B and succeeds every time, whatever p is. Online "
+    "prefix to the correct last step seen in B and succeeds (nearly) every time, whatever p is. "
+    "Online "
     "outcome-reward RL is unbiased and learns too, but from hundreds of new episodes."
 )
 

@@ -22,7 +22,9 @@ def check_claims(result: sim.Result, config: sim.Config = DEFAULT) -> None:
     assert m["sft_success"] == pytest.approx(config.recovery_probability, abs=0.02)
     for p, sft, q in zip(s["sweep_p"], s["sweep_sft"], s["sweep_q_learning"]):
         assert sft == pytest.approx(p, abs=0.02)
-        assert q > 0.99
+        # (nearly) every time: at p = 0.9 the data may show every repair working, and then the
+        # empirical model values the mistake like the right step
+        assert q > (0.99 if p <= 0.8 else 0.94)
     # online outcome RL is unbiased and learns too, from new episodes
     assert m["online_rl_success"] > m["sft_success"] + 0.5
     assert m["sweep_min_online_rl"] > 0.7
