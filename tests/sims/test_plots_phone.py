@@ -40,7 +40,6 @@ NOT_YET_PHONE = frozenset(
         "argmax_cost",
         "compounding_error",
         "deep_exploration",
-        "offline_q_overestimation",
     }
 )
 
