@@ -84,7 +84,7 @@ class Config:
     """alpha of the correct-only shaping: a correct sample earns 1 - alpha sigmoid(z_len)."""
     features: int = 8
     """Radial features of the difficulty the policy sees."""
-    steps: int = 300
+    steps: int = 200
     """Policy-gradient steps."""
     problems_per_step: int = 64
     """Problems per step."""
