@@ -38,7 +38,6 @@ NOT_YET_PHONE = frozenset(
         "trajectory_stitching",
         # part A's, being rewritten
         "argmax_cost",
-        "deep_exploration",
     }
 )
 
