@@ -36,8 +36,6 @@ NOT_YET_PHONE = frozenset(
         "rft_false_positives",
         "skill_chaining",
         "trajectory_stitching",
-        # part A's, being rewritten
-        "argmax_cost",
     }
 )
 
