@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -159,8 +160,11 @@ _COLD_CHILD = (
 )
 
 
-def cold_in_fresh_process(sim_id: str) -> tuple[float, float]:
-    """(wall seconds from spawn to exit, seconds of run + plot inside) of one fresh process."""
+def cold_in_fresh_process(sim_id: str) -> tuple[float, float, float]:
+    """One fresh process: (wall seconds from spawn to exit, its CPU seconds, seconds of run +
+    plot inside it). CPU time (user + system of the child) is the steadier figure on a shared
+    machine: it does not count the time other processes held the cores."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     finished = subprocess.run(
         [sys.executable, "-c", _COLD_CHILD, sim_id],
@@ -170,9 +174,11 @@ def cold_in_fresh_process(sim_id: str) -> tuple[float, float]:
         check=False,
     )
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if finished.returncode != 0:
         raise RuntimeError(f"{sim_id} failed in a fresh process:\n{finished.stderr[-2000:]}")
-    return wall, json.loads(finished.stdout.strip().splitlines()[-1])["compute_s"]
+    return wall, cpu, json.loads(finished.stdout.strip().splitlines()[-1])["compute_s"]
 
 
 def _fetch(sim_id: str) -> None:
@@ -196,7 +202,7 @@ def bench_rows(sim_ids: list[str], repeat: int) -> list[dict[str, Any]]:
     rows = []
     for sim_id in sim_ids:
         fresh = [cold_in_fresh_process(sim_id) for _ in range(repeat)]
-        fresh_walls = [wall for wall, _ in fresh]
+        fresh_walls = [wall for wall, _, _ in fresh]
         warm, _, warm_cpu = _median_seconds(partial(cache.compute, sim_id), repeat)
         cache.get_or_compute(sim_id)  # make sure the entry exists before timing the fetch
 
@@ -207,7 +213,8 @@ def bench_rows(sim_ids: list[str], repeat: int) -> list[dict[str, Any]]:
                 "id": sim_id,
                 "cold_median_s": cold,
                 "cold_max_s": max(fresh_walls),
-                "cold_compute_median_s": statistics.median(inside for _, inside in fresh),
+                "cold_cpu_median_s": statistics.median(cpu for _, cpu, _ in fresh),
+                "cold_compute_median_s": statistics.median(inside for _, _, inside in fresh),
                 "warm_process_median_s": warm,
                 "warm_process_cpu_median_s": warm_cpu,
                 "cached_median_ms": cached * 1000,
@@ -256,13 +263,13 @@ def _bench_table(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     width = max([len(row["id"]) for row in rows] + [3])
     lines = [
         (
-            f"{'sim':<{width}}  cold, fresh process (s)   run+plot in it (s)  warm process (s)  "
-            "cached (ms)"
+            f"{'sim':<{width}}  cold, fresh process (s)        run+plot in it (s)  "
+            "warm process (s)  cached (ms)"
         ),
-        f"{'':<{width}}  median      max",
+        f"{'':<{width}}  median      max    CPU",
         (
-            f"{'-' * width}  ----------------------   ------------------  ----------------  "
-            "-----------"
+            f"{'-' * width}  ---------------------------   ------------------  "
+            "----------------  -----------"
         ),
     ]
     for row in rows:
@@ -270,12 +277,14 @@ def _bench_table(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         cached_flag = "" if row["cached_ok"] else " !"
         lines.append(
             f"{row['id']:<{width}}  {row['cold_median_s']:>6.2f}{cold_flag:2}  "
-            f"{row['cold_max_s']:>7.2f}        {row['cold_compute_median_s']:>18.2f}  "
+            f"{row['cold_max_s']:>7.2f}  {row['cold_cpu_median_s']:>5.2f}        "
+            f"{row['cold_compute_median_s']:>18.2f}  "
             f"{row['warm_process_median_s']:>16.2f}  {row['cached_median_ms']:>9.2f}{cached_flag}"
         )
     lines.append(
         f"{len(rows)} sims, median of {summary['repeat']}. Cold = spawn a Python process, import "
-        f"torch and matplotlib, run and plot, exit (budget {COLD_BUDGET_S:.0f} s); warm process "
+        f"torch and matplotlib, run and plot, exit (budget {COLD_BUDGET_S:.0f} s; CPU = the "
+        f"child's user + system time); warm process "
         f"= the same run in this process. `sims warm` estimate: {summary['cold_total_s']:.1f} s "
         f"+ imports {summary['import_torch_matplotlib_s']:.1f} s = "
         f"{summary['warm_all_estimate_s']:.1f} s (budget {WARM_ALL_BUDGET_S:.0f} s); '!' marks "

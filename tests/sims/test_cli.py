@@ -96,6 +96,7 @@ def test_bench_json(run_cli, fast_sim):
     assert row["cold_median_s"] > 0 and row["cached_median_ms"] > 0
     # The cold figure is a fresh process: it includes the imports the warm run does not pay.
     assert row["cold_median_s"] > row["cold_compute_median_s"] > 0
+    assert row["cold_cpu_median_s"] > 0
     assert row["warm_process_median_s"] > 0
     assert report["repeat"] == 1 and "warm_all_estimate_s" in report
     assert cache.lookup(fast_sim) is not None  # the bench left the entry it timed
