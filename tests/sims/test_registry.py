@@ -11,6 +11,10 @@ import pytest
 
 from sims import registry
 
+#: A caption sits under the photo with the title in bold; Telegram allows 1,024 characters for
+#: both. 500 keeps a caption to a few lines on a phone and leaves room for the title.
+MAX_CAPTION_CHARS = 500
+
 MY_SIMS = (
     "reward_overoptimization",
     "ppo_rlhf_bugs",
@@ -43,7 +47,7 @@ def test_every_sim_module_is_usable():
 def test_sim_follows_the_interface(sim_id):
     module = registry.get(sim_id)
     assert registry.title(sim_id) == module.TITLE and module.TITLE.strip()
-    assert 0 < len(registry.caption(sim_id)) <= 300
+    assert 0 < len(registry.caption(sim_id)) <= MAX_CAPTION_CHARS
     assert dataclasses.is_dataclass(module.Config)
     config = module.Config()  # every field has a default
     assert "seed" in {field.name for field in dataclasses.fields(config)}
@@ -149,4 +153,4 @@ def test_shared_sims_give_each_card_its_own_caption(fresh_registry, sim_id):
         captions = [registry.caption(sim_id, card) for card in cards]
         assert len(set(captions)) == len(captions), "the cards' captions must differ"
     for text in per_card.values():
-        assert 0 < len(text) <= 300
+        assert 0 < len(text) <= MAX_CAPTION_CHARS
