@@ -31,6 +31,7 @@ def check_claims(m: dict[str, float]) -> None:
     # soft labels keep every pair and do at least as well as dropping disagreements
     assert m["dedup_balanced_soft_accuracy"] > m["agreement_balanced_accuracy"] + 0.01
     assert m["dedup_balanced_soft_rows"] > 2 * m["agreement_balanced_rows"]
+    assert m["dedup_balanced_soft_accuracy"] > m["ceiling_accuracy"] - 0.02
 
 
 def test_claims_hold_at_seed_0():
