@@ -59,11 +59,11 @@ class Config:
     """Test goals (m) are evenly spaced over this range."""
     hidden: int = 32
     """Hidden width of the policies (two hidden layers)."""
-    steps: int = 300
+    steps: int = 200
     """Adam steps."""
     batch: int = 64
     """Relabelled pushes per step and policy (even: sand-aware policies draw half from sand)."""
-    learning_rate: float = 0.01
+    learning_rate: float = 0.015
     """Adam step size."""
     seed: int = 0
     """Seed for data, initialisation and minibatches."""
