@@ -3,8 +3,8 @@
 Grading a student's program by playing it is classifying an MDP: is this game the instructor's,
 or a buggy variant (Play to Grade: Nie, Brunskill & Piech 2021, arXiv 2110.14615)? A tester
 should therefore be rewarded for information about the bug label, not for playing well
-(DreamGrader: Liu, Bhupatiraju, Finn et al. 2022, "Giving feedback on interactive student
-programs with meta-exploration", arXiv 2211.08802, with a Breakout example).
+(DreamGrader: Liu, Stephan, Nie, Piech, Brunskill & Finn 2022, "Giving feedback on interactive
+student programs with meta-exploration", arXiv 2211.08802, with a Breakout example).
 
 A toy student game: M areas (situations the tester can steer into: a paddle edge, a brick row,
 the scoring wall, a level change), each hiding a few bugs; a test action probes one area and
