@@ -86,13 +86,13 @@ class Config:
     """Side of the vision critic's input image."""
     channels: int = 16
     """Channels of the vision critic's convolutions."""
-    actor_steps: int = 300
+    actor_steps: int = 200
     """Adam steps training the actor on Q(s, mu(s))."""
     eval_states: int = 64
     """Held-out states on which action quality is measured."""
-    optimum_restarts: int = 16
+    optimum_restarts: int = 8
     """Gradient-ascent restarts per state for the reference optimum."""
-    optimum_steps: int = 150
+    optimum_steps: int = 100
     """Adam steps per restart for the reference optimum."""
     repeats: int = 3
     """Timings keep the fastest of this many runs (least disturbed by other processes)."""
@@ -388,7 +388,7 @@ def plot(result: Result) -> bytes:
     d, iterations = series["action_dim"], series["cem_iterations"]
     fig, (ax_dims, ax_costs, ax_quality) = phone_figure(
         3,
-        height_per_panel=3.5,
+        height_per_panel=3.85,
         title=f"At d = {d}: grid search is hopeless, CEM is fast but approximate, "
         "an actor is fast and near-best",
     )

@@ -231,10 +231,11 @@ def _place_legends_below(fig: Figure) -> None:
         legend = ax.get_legend()
         if legend is None or not getattr(legend, "_trapbot_below", False):
             continue
-        legend.set_visible(False)
-        below = ax.get_tightbbox(renderer)  # display pixels, without the legend
-        legend.set_visible(True)
-        gap_in = max(0.0, (ax.bbox.y0 - below.y0) / fig.dpi) + 0.08
+        # Only the x axis (tick labels and axis label) sits under the panel: measuring it alone
+        # is much cheaper than the whole axes' tight box.
+        below = ax.xaxis.get_tightbbox(renderer)  # display pixels
+        bottom = ax.bbox.y0 if below is None else min(below.y0, ax.bbox.y0)
+        gap_in = (ax.bbox.y0 - bottom) / fig.dpi + 0.08
         legend.set_bbox_to_anchor(
             (0.5, 0.0),
             transform=ax.transAxes + ScaledTranslation(0, -gap_in, fig.dpi_scale_trans),

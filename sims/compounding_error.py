@@ -328,7 +328,7 @@ def plot(result: Result) -> bytes:
     series, metrics = result.series, result.metrics
     fig, (ax_horizon, ax_demos) = phone_figure(
         2,
-        height_per_panel=3.9,
+        height_per_panel=4.0,
         title="Behaviour cloning's cost grows ~T²; more demos do not fix it, "
         "training on its own states does",
     )

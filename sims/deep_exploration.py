@@ -385,7 +385,7 @@ def plot(result: Result) -> bytes:
     s = result.series
     fig, (top, bottom) = phone_figure(
         2,
-        height_per_panel=4.0,
+        height_per_panel=4.1,
         title="Epsilon-greedy settles on the small nearby reward; "
         "sampled Q functions and demos reach the far one",
     )

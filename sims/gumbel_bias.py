@@ -77,8 +77,10 @@ class Config:
     """Width of the reward model's two hidden layers."""
     train_responses: int = 1500
     """Real responses the reward model is fitted on."""
-    fit_steps: int = 400
+    fit_steps: int = 200
     """Full-batch Adam steps fitting the reward model."""
+    fit_lr: float = 0.01
+    """Adam learning rate fitting the reward model."""
     temperatures: tuple[float, ...] = (1.0, 0.3)
     """Gumbel-softmax temperatures tau; the first is the one whose soft scores are plotted."""
     steps: int = 300
@@ -135,7 +137,7 @@ def run(config: Config = Config()) -> Result:
         return mlp(features.flatten(-2)).squeeze(-1) * scale + shift
 
     real_inputs = F.one_hot(train, k).float()
-    optimiser = Adam([(mlp.parameters(), 3e-3)])
+    optimiser = Adam([(mlp.parameters(), config.fit_lr)])
     for _ in range(config.fit_steps):
         loss = ((reward_model(real_inputs) - targets) ** 2).mean() / scale**2
         optimiser.zero_grad()
@@ -238,7 +240,7 @@ def plot(result: Result) -> bytes:
     taus = series["temperatures"]
     fig, (top, bottom) = phone_figure(
         2,
-        height_per_panel=3.7,
+        height_per_panel=4.45,
         title="Through Gumbel-softmax the optimiser buys soft inputs; "
         "its real samples earn less than REINFORCE's",
     )

@@ -427,7 +427,7 @@ def plot(result: Result) -> bytes:
     series, metrics = result.series, result.metrics
     fig, (ax_train, ax_probe, ax_penalty) = phone_figure(
         3,
-        height_per_panel=3.7,
+        height_per_panel=4.2,
         title="Offline SAC's Q runs away on unseen actions; CQL's sampled log-sum-exp "
         "penalty holds it down, no max-hunting optimiser needed",
     )

@@ -316,7 +316,7 @@ def plot(result: Result) -> bytes:
     names, labels, checks = series["variants"], series["labels"], series["checks"]
     fig, (chart, zero_run, lengths) = phone_figure(
         3,
-        height_per_panel=3.6,
+        height_per_panel=3.9,
         title="Each PPO-RLHF bug fails its own check; the fixed loop passes them all",
     )
     fails = np.array([[check in failing(metrics, name) for check in checks] for name in names])

@@ -209,7 +209,7 @@ def plot(result: Result) -> bytes:
     betas = series["betas"]
     fig, (top, bottom) = phone_figure(
         2,
-        height_per_panel=3.9,
+        height_per_panel=4.1,
         title="With beta = 0 the proxy climbs while the true reward collapses; "
         "a KL penalty stops the run near the gold peak",
     )

@@ -14,14 +14,14 @@ FAST_SEEDS = (0, 5)
 def assert_claims(m: dict[str, float]) -> None:
     # The reward model fits the judge on real responses (it is a decent reward model).
     assert m["reward_model_fit_correlation"] > 0.8
-    # REINFORCE, unbiased for the real objective, ends within 0.5 of the best real response
+    # REINFORCE, unbiased for the real objective, ends within 0.6 of the best real response
     # (rewards are in judge units, spread about 1 per response around their mean).
-    assert m["real_final_reinforce"] > m["best_real_response"] - 0.5
+    assert m["real_final_reinforce"] > m["best_real_response"] - 0.6
     # Gumbel-softmax at tau = 1 leaves a policy whose real samples earn clearly less ...
     assert m["real_gap_reinforce_minus_gumbel"] > 0.4
     # ... while the soft blends it optimised score far above those samples, and above the best
     # real response: scores that no discrete text gets.
-    assert m["soft_minus_real_gumbel"] > 1.5
+    assert m["soft_minus_real_gumbel"] > 1.0
     assert m["soft_final_gumbel_tau1"] > m["best_real_response"]
     # A lower temperature shrinks the blend, and with it the gap between soft and real.
     assert (
