@@ -1,7 +1,8 @@
 """What argmax_a Q(s, a) costs in 14 action dimensions: grid, CEM, an actor, and a 5 ms budget.
 
-Q-learning's greedy step needs max over actions. The sim measures, with time.perf_counter on one
-CPU thread, the options the rl-24 card weighs, against a 5 ms control budget:
+Q-learning's greedy step needs max over actions. The sim measures the CPU time of the options the
+rl-24 card weighs (one thread, time.thread_time: the latency on a core of its own, which other
+processes on a shared machine do not inflate), against a 5 ms control budget:
 
 - Grid search with k bins per dimension evaluates Q at k^d actions: with 3 bins, 4.8 million for
   a 14-joint arm, 10^14 with 10 bins. Measured for d = 1..8 (3 bins, one batched pass), then
@@ -217,13 +218,18 @@ class VisionCritic:
 
 
 def fastest_seconds(fn, repeats: int, calls: int = 1) -> float:
-    """Minimum over repeats of the mean wall time of ``calls`` calls."""
+    """Minimum over repeats of the mean CPU time of ``calls`` calls, on this thread.
+
+    torch runs single-threaded here (``seeded``), so a call's CPU time is the latency it would
+    have on a core of its own; unlike wall time it does not count the time other processes
+    held the core, which on a shared machine can be most of it.
+    """
     best = float("inf")
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.thread_time()
         for _ in range(calls):
             fn()
-        best = min(best, (time.perf_counter() - start) / calls)
+        best = min(best, (time.thread_time() - start) / calls)
     return best
 
 
@@ -417,7 +423,7 @@ def plot(result: Result) -> bytes:
         label="actor mu(s)",
     )
     ax_dims.axhline(BUDGET_S * 1e3, color="black", ls=":", lw=2, label="5 ms budget")
-    style_panel(ax_dims, "Time per greedy action, state critic", "action dimensions d", "ms")
+    style_panel(ax_dims, "CPU time per greedy action, state critic", "action dimensions d", "ms")
     legend_below(ax_dims, ncol=2)
 
     names = [
@@ -431,7 +437,7 @@ def plot(result: Result) -> bytes:
     ax_costs.set_yticks(positions, [name for name, _ in names])
     ax_costs.axvline(BUDGET_S * 1e3, color="black", ls=":", lw=2, label="5 ms budget")
     ax_costs.set_xscale("log")
-    style_panel(ax_costs, f"At d = {d}: one action, or one training step", "ms (log)")
+    style_panel(ax_costs, f"At d = {d}: one action, or one training step", "CPU ms (log)")
     legend_below(ax_costs)
 
     labels = [
