@@ -1,8 +1,11 @@
-"""Fixtures for the cache, service and CLI tests: a private cache directory and real, fast sims.
+"""Fixtures for the sims tests: a private cache directory, real fast sims, and the slow marker.
 
-Nothing here replaces trapbot code. The tests run real simulations; the two chosen below were
-the fastest of the registry when measured (cold ``sims.cache.compute`` on 2 busy cores, about
-0.45 s and 0.5 s, almost all of it matplotlib; the other sims take 0.6 to 2.6 s).
+Nothing here replaces trapbot code. The cache, service and CLI tests run real simulations; the
+two chosen below are the cheapest of the registry (trajectory_stitching is numpy-only and runs
+in about 0.1 s of CPU before plotting; the torch sims take 0.3 to 1.5 s of CPU warm).
+
+Tests marked ``slow`` prove a claim on all ten seeds 0-9 of a sim's default config; they are
+skipped unless RUN_SLOW=1 (the fast tests run two seeds).
 """
 
 from __future__ import annotations
