@@ -19,10 +19,10 @@ def assert_claims(m: dict[str, float]) -> None:
     assert m["real_final_reinforce"] > m["best_real_response"] - 0.6
     # Gumbel-softmax at tau = 1 leaves a policy whose real samples earn clearly less ...
     assert m["real_gap_reinforce_minus_gumbel"] > 0.4
-    # ... while the soft blends it optimised score far above those samples, and above the best
-    # real response: scores that no discrete text gets.
+    # ... while the soft blends it optimised score far above those samples: scores its discrete
+    # text does not get. (They also top the best real response on all ten seeds, but by as little
+    # as 0.004 on one, so that is not asserted.)
     assert m["soft_minus_real_gumbel"] > 1.0
-    assert m["soft_final_gumbel_tau1"] > m["best_real_response"]
     # A lower temperature shrinks the blend, and with it the gap between soft and real.
     assert (
         m["soft_final_gumbel_tau0p3"] - m["real_final_gumbel_tau0p3"] < m["soft_minus_real_gumbel"]
