@@ -33,12 +33,14 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-#: Width of the old side-by-side layout (``new_figure``); phone plots use PHONE_WIDTH_PX.
-PLOT_WIDTH_PX = 1000
 PLOT_DPI = 100
 
 #: Width of every phone plot in pixels: a phone shows it at about 400 px, i.e. scaled by 1/2.
 PHONE_WIDTH_PX = 800
+#: Width of every simulation's plot (all are laid out for a phone).
+PLOT_WIDTH_PX = PHONE_WIDTH_PX
+#: Width of the older side-by-side layout of ``new_figure`` (still used by bot/stats_plot.py).
+WIDE_WIDTH_PX = 1000
 #: Smallest text on a phone plot, in points at PLOT_DPI (16 pt = 22 px, 11 px on the phone).
 MIN_FONT_PT = 16
 #: The takeaway title, a little larger than the rest.
@@ -89,12 +91,12 @@ def seeded(seed: int) -> torch.Generator:
 def new_figure(nrows: int = 1, ncols: int = 1, height_px: int = 600) -> tuple[Figure, Any]:
     """A Figure (object API, Agg canvas, no pyplot state) about 1000 px wide.
 
-    The old desktop layout; new plots use ``phone_figure``.
+    The older desktop layout, kept for the bot's stats plot; simulations use ``phone_figure``.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(PLOT_WIDTH_PX / PLOT_DPI, height_px / PLOT_DPI), dpi=PLOT_DPI)
+    fig = Figure(figsize=(WIDE_WIDTH_PX / PLOT_DPI, height_px / PLOT_DPI), dpi=PLOT_DPI)
     FigureCanvasAgg(fig)
     axes = fig.subplots(nrows, ncols, squeeze=True)
     return fig, axes
