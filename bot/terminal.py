@@ -149,4 +149,8 @@ class TerminalChat:
 
 
 async def run_chat(engine: QuizEngine, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> None:
+    # Bytes that are not valid in the terminal's encoding become U+FFFD; the rest of the line is kept.
+    reconfigure = getattr(stdin, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="replace")
     await TerminalChat(engine, stdin, stdout).run()
