@@ -28,7 +28,7 @@ from bot.clock import Clock, local_date
 from bot.models import CardState, Learner, PushLog, PushStatus, Review, ReviewStatus
 from bot.ops import GRADING
 from bot.prefs import PreferenceError, parse_new_per_day, parse_push_time, parse_timezone
-from bot.pushtime import next_push_at, tomorrows_push_at
+from bot.pushtime import PUSH_PLATFORMS, next_push_at, tomorrows_push_at
 from bot.replies import Button, PlotImage, Reply, ReplyKind
 from cards.deck import Deck
 from cards.schema import Card
@@ -132,7 +132,7 @@ class QuizEngine:
                 new_per_day=self.default_new_per_day,
                 created_at=self.clock.now(),
             )
-            learner.next_push_at = next_push_at(learner.push_time, learner.timezone, self.clock.now(), None)
+            learner.next_push_at = self._push_moment(learner)
             session.add(learner)
             try:
                 session.commit()
@@ -151,9 +151,17 @@ class QuizEngine:
             if learner is None or learner.active == active:
                 return False
             learner.active = active
+            learner.next_push_at = self._push_moment(learner)
             session.add(learner)
             session.commit()
             return True
+
+    def _push_moment(self, learner: Learner) -> datetime | None:
+        """The learner's next daily push; None while they cannot be pushed (blocked, paused,
+        no push platform), so the reminder sweep never scans them."""
+        if not learner.active or learner.paused or learner.platform not in PUSH_PLATFORMS:
+            return None
+        return next_push_at(learner.push_time, learner.timezone, self.clock.now(), learner.last_pushed_at)
 
     def get_learner(self, learner_id: int) -> Learner | None:
         with Session(self.db, expire_on_commit=False) as session:
@@ -185,15 +193,18 @@ class QuizEngine:
     async def next_trap(self, learner_id: int, *, extra_new: bool = False) -> list[Reply]:
         """The next trap: a waiting confirmation first, then due reviews, repeats, new traps."""
         async with self._locks[learner_id]:
-            learner = self._require(learner_id)
-            waiting = self._awaiting_review(learner.id)
-            if waiting is not None:
-                card = self.deck.get(waiting.card_id)
-                return [
-                    Reply("You have an answer waiting for its grade.", kind=ReplyKind.INFO),
-                    self._confirmation_reply(waiting, card),
-                ]
-            return self._ask_next(learner, extra_new=extra_new)
+            return self._next_trap(learner_id, extra_new=extra_new)
+
+    def _next_trap(self, learner_id: int, *, extra_new: bool) -> list[Reply]:
+        learner = self._require(learner_id)
+        waiting = self._awaiting_review(learner.id)
+        if waiting is not None:
+            card = self.deck.get(waiting.card_id)
+            return [
+                Reply("You have an answer waiting for its grade.", kind=ReplyKind.INFO),
+                self._confirmation_reply(waiting, card),
+            ]
+        return self._ask_next(learner, extra_new=extra_new)
 
     def _ask_next(self, learner: Learner, *, extra_new: bool) -> list[Reply]:
         today = self.today(learner)
@@ -714,9 +725,7 @@ class QuizEngine:
             for name, value in changes.items():
                 setattr(learner, name, value)
             if {"timezone", "push_time", "paused"} & changes.keys():
-                learner.next_push_at = next_push_at(
-                    learner.push_time, learner.timezone, self.clock.now(), learner.last_pushed_at
-                )
+                learner.next_push_at = self._push_moment(learner)
             session.add(learner)
             session.commit()
         return [Reply("Saved.\n\n" + self._settings_summary(learner), kind=ReplyKind.SETTINGS)]
@@ -763,7 +772,9 @@ class QuizEngine:
     async def push_replies(self, learner_id: int) -> list[Reply]:
         """The daily push: the next trap with answer, snooze and skip-today buttons; empty when
         there is nothing to ask."""
-        replies = await self.next_trap(learner_id)
+        async with self._locks[learner_id]:
+            # The sweep's path: the database work runs in a thread, off the event loop.
+            replies = await asyncio.to_thread(self._next_trap, learner_id, extra_new=False)
         question = replies[-1]
         if question.kind not in (ReplyKind.QUESTION, ReplyKind.CONFIRM):
             return []

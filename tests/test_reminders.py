@@ -335,3 +335,92 @@ def test_two_worker_processes_on_postgresql(db_url: str, small_deck, tmp_path: P
         assert worker.returncode == 0, err
     pushed = out.read_text().split()
     assert len(pushed) == 300 and len(set(pushed)) == 300
+
+
+class SlowTransport(RecordingTransport):
+    """A platform whose sends take ``delay`` on the injected clock, and can be held on a learner."""
+
+    def __init__(self, clock: FixedClock, delay: timedelta = timedelta(0), platform: str = "telegram", **kwargs):
+        super().__init__(**kwargs)
+        self.clock, self.delay, self.platform = clock, delay, platform
+        self.hold: dict[str, asyncio.Event] = {}
+        self.holding = asyncio.Event()
+
+    async def push(self, learner: Learner, replies: list[Reply]) -> PushOutcome:
+        gate = self.hold.get(learner.platform_user_id)
+        if gate is not None:
+            self.holding.set()
+            await gate.wait()
+        self.clock.advance(seconds=self.delay.total_seconds())
+        return await super().push(learner, replies)
+
+
+async def test_a_send_finishing_after_local_midnight_keeps_the_next_day(db, small_deck) -> None:
+    """The 23:59 cohort: sends that end after midnight must not push the next push to the day after."""
+    clock = FixedClock(datetime(2026, 3, 2, 23, 0, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    transport = SlowTransport(clock, delay=timedelta(seconds=40))
+    sweeper = sweeper_for(engine, transport)
+    users = [f"late{i}" for i in range(4)]
+    for user in users:
+        await add_learner(engine, user, "UTC", "23:59")
+    # Sweep every 10 minutes for three days; four sends of 40 s at 23:59 cross midnight.
+    moment = datetime(2026, 3, 2, 23, 0, tzinfo=UTC)
+    while moment < datetime(2026, 3, 6, 0, 30, tzinfo=UTC):
+        moment += timedelta(minutes=1 if moment.minute >= 55 else 10)
+        clock.set(max(moment, clock.now()))
+        await sweeper.sweep()
+    sent_days = {(row.learner_id, row.local_date) for row in push_rows(engine) if row.status == PushStatus.SENT}
+    for user in users:
+        learner_id = engine.learner("telegram", user).id
+        assert {day for who, day in sent_days if who == learner_id} == {date(2026, 3, d) for d in (2, 3, 4, 5)}, user
+    assert sorted(transport.users) == sorted(users * 4)
+
+
+async def test_a_platform_split_replica_leaves_the_other_platforms_learners(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    telegram, discord = SlowTransport(clock), SlowTransport(clock, platform="discord")
+    for i in range(6):
+        await add_learner(engine, f"t{i}")
+        learner = engine.learner("discord", f"d{i}", chat_id=f"d{i}")
+        await engine.update_settings(learner.id, "time", "09:00")
+    only_telegram = ReminderSweeper(engine, {"telegram": telegram}, rates={"telegram": 10_000.0})
+    only_discord = ReminderSweeper(make_engine_for(db, small_deck, clock), {"discord": discord}, rates={"discord": 10_000.0})
+    await only_telegram.sweep()
+    await only_discord.sweep()
+    assert sorted(telegram.users) == [f"t{i}" for i in range(6)]
+    assert sorted(discord.users) == [f"d{i}" for i in range(6)]
+
+
+async def test_a_snooze_is_not_overtaken_by_a_concurrent_sweep(db, small_deck) -> None:
+    """Sweep B is held on a slow send while the learner behind it in B's page is pushed
+    and snoozes; B must not push that learner again before the snooze is over."""
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    slow, quick = SlowTransport(clock), SlowTransport(clock)
+    first = await add_learner(engine, "first")
+    second = await add_learner(engine, "second")
+    slow.hold["first"] = asyncio.Event()
+    b = ReminderSweeper(engine, {"telegram": slow}, batch_size=2, rates={"telegram": 10_000.0})
+    a = ReminderSweeper(make_engine_for(db, small_deck, clock), {"telegram": quick}, rates={"telegram": 10_000.0})
+    held = asyncio.create_task(b.sweep())
+    await slow.holding.wait()
+    await a.sweep()
+    # Whoever pushed "second" (A, or B later), the learner snoozes for an hour right now.
+    await engine.act(second, Action(Verb.SNOOZE, arg="1").encode())
+    slow.hold["first"].set()
+    await held
+    pushes = lambda: (slow.users + quick.users).count("second")
+    assert pushes() <= 1
+    before = pushes()
+    clock.advance(minutes=30)
+    await a.sweep()
+    await b.sweep()
+    assert pushes() == before  # still snoozed
+    clock.advance(minutes=31)
+    await a.sweep()
+    await b.sweep()
+    assert pushes() == before + 1  # the snoozed push, once
+    assert (slow.users + quick.users).count("first") == 1
+    assert first != second
