@@ -58,6 +58,8 @@ PRUNE_BATCH = 5_000
 #: Seconds of sends one claim covers at the platform's rate: small pages keep a dead
 #: process's unsent claims (held for the lease) few.
 PAGE_SECONDS = 2.0
+#: Waits between attempts to record a push the platform accepted (about 40 s, under the lease).
+RECORD_RETRY_SECONDS = (0.5, 2.0, 8.0, 30.0)
 SETTLED = (PushStatus.SENT, PushStatus.SKIPPED, PushStatus.BLOCKED, PushStatus.ABANDONED)
 LEARNER = Learner.__table__
 PUSH_LOG = PushLog.__table__
@@ -430,6 +432,19 @@ class ReminderSweeper:
                 if unsent:  # stopped mid-page: hand the rest back instead of holding them for the lease
                     self.release(unsent)
 
+    async def _record_sent(self, claim: Claim, status: PushStatus, at: datetime) -> None:
+        """Record a push the platform answered; a failing database is retried for well under
+        the lease, since an unrecorded send is pushed again once the lease runs out."""
+        for delay in (*RECORD_RETRY_SECONDS, None):
+            try:
+                await asyncio.to_thread(self.record, claim, status, at)
+                return
+            except Exception:
+                if delay is None:
+                    raise
+                log.warning("recording the push to learner %s failed; retrying in %s s", claim.learner.id, delay, exc_info=True)
+                await asyncio.sleep(delay)
+
     async def _push_one(self, claim: Claim, slot: float, report: SweepReport) -> None:
         learner = claim.learner
         try:
@@ -451,7 +466,7 @@ class ReminderSweeper:
                 outcome = PushOutcome.FAILED
             sent_at = self.clock.now()
             # Recorded at once: a crash from here to the commit is the only way to a second push.
-            await asyncio.to_thread(self.record, claim, PushStatus(outcome.value), sent_at)
+            await self._record_sent(claim, PushStatus(outcome.value), sent_at)
         except Exception:  # one learner's bookkeeping must not stop the sweep either
             log.exception("push to learner %s: bookkeeping failed; retried after the claim's lease", learner.id)
             report.errors += 1

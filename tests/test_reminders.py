@@ -17,7 +17,7 @@ from bot.db import make_engine
 from bot.engine import QuizEngine
 from bot.models import Learner, PushLog, PushStatus
 from bot.pushtime import local_push_moment, next_push_at
-from bot.reminders import CLAIM_LEASE, ReminderSweeper, TokenBucket
+from bot.reminders import CLAIM_LEASE, ReminderSweeper, SharedPace, TokenBucket
 from bot.replies import Reply
 from bot.transport import PushOutcome
 from grader.selfgrade import SelfGrader
@@ -311,7 +311,8 @@ class FileTransport:
 
 engine = QuizEngine(make_engine(url), load_deck(Path(deck_dir)), SelfGrader(), FixedClock(datetime.fromisoformat(start)))
 sweeper = ReminderSweeper(engine, {"telegram": FileTransport()}, batch_size=25, rates={"telegram": 10_000.0})
-asyncio.run(sweeper.sweep())
+report = asyncio.run(sweeper.sweep())
+print(report.due, report.sent, report.contended, report.not_claimed)
 """
 
 
@@ -329,12 +330,18 @@ def test_two_worker_processes_on_postgresql(db_url: str, small_deck, tmp_path: P
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     args = [sys.executable, str(script), db_url, str(tmp_path / "deck"), str(out), clock.now().isoformat()]
-    workers = [subprocess.Popen(args, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    workers = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    reports = []
     for worker in workers:
-        _, err = worker.communicate(timeout=120)
+        report, err = worker.communicate(timeout=120)
         assert worker.returncode == 0, err
+        reports.append([int(n) for n in report.split()])
     pushed = out.read_text().split()
     assert len(pushed) == 300 and len(set(pushed)) == 300
+    # The claims were disjoint: between them the two sweeps read each due learner once.
+    assert sum(due for due, *_ in reports) == 300
+    assert sum(sent for _, sent, *_ in reports) == 300
+    assert all(contended == 0 and changed == 0 for *_, contended, changed in reports)
 
 
 class SlowTransport(RecordingTransport):
@@ -424,3 +431,70 @@ async def test_a_snooze_is_not_overtaken_by_a_concurrent_sweep(db, small_deck) -
     assert pushes() == before + 1  # the snoozed push, once
     assert (slow.users + quick.users).count("first") == 1
     assert first != second
+
+
+async def test_crash_after_delivery_before_the_record_pushes_once_more(db, small_deck) -> None:
+    """The one window of a duplicate (README "Running many replicas"): the platform accepted
+    the push and the process died before recording it. After the lease it is pushed again, once."""
+    clock = FixedClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    transport = RecordingTransport()
+    await add_learner(engine, "ada")
+    sweeper = sweeper_for(engine, transport)
+
+    def killed(*_args) -> None:
+        raise asyncio.CancelledError  # the process dies as the record starts
+
+    sweeper.record = killed  # type: ignore[method-assign]
+    with pytest.raises(asyncio.CancelledError):
+        await sweeper.sweep()
+    assert transport.users == ["ada"]
+    restarted = sweeper_for(make_engine_for(db, small_deck, clock), transport)
+    clock.advance(minutes=4)
+    await restarted.sweep()
+    assert transport.users == ["ada"]  # within the lease: nobody touches the claim
+    clock.advance(minutes=1, seconds=1)
+    await restarted.sweep()
+    await restarted.sweep()
+    assert transport.users == ["ada", "ada"]  # the duplicate: at least once, not exactly once
+    [row] = push_rows(engine)
+    assert (row.status, row.attempts) == (PushStatus.SENT, 2)
+    clock.advance(hours=3)
+    await restarted.sweep()
+    assert transport.users == ["ada", "ada"]
+
+
+async def test_a_failing_record_is_retried_before_the_lease_runs_out(db, small_deck, monkeypatch) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    transport = RecordingTransport()
+    await add_learner(engine, "ada")
+    sweeper = sweeper_for(engine, transport)
+    monkeypatch.setattr("bot.reminders.RECORD_RETRY_SECONDS", (0.0, 0.0, 0.0))
+    real_record, failures = sweeper.record, [2]
+
+    def flaky(*args) -> None:
+        if failures[0]:
+            failures[0] -= 1
+            raise OSError("database unreachable")
+        real_record(*args)
+
+    sweeper.record = flaky  # type: ignore[method-assign]
+    report = await sweeper.sweep()
+    assert report.sent == 1 and report.errors == 0
+    [row] = push_rows(engine)
+    assert row.status == PushStatus.SENT
+    clock.advance(minutes=10)
+    await sweeper.sweep()
+    assert transport.users == ["ada"]
+
+
+async def test_shared_pace_gives_replicas_disjoint_slots_at_the_platform_rate(db) -> None:
+    wall = [1000.0]
+    replicas = [SharedPace(db, {"telegram": 25.0}, wall=lambda: wall[0]) for _ in range(3)]
+    starts = []
+    for replica in replicas * 2:
+        starts.append(replica.reserve("telegram", 50))  # two seconds of sends each
+    assert starts == [1000.0 + 2.0 * i for i in range(6)]  # back to back, never overlapping
+    wall[0] = 2000.0  # idle for a while: the next reservation starts now, not in the past
+    assert replicas[1].reserve("telegram", 1) == 2000.0
