@@ -13,6 +13,7 @@ import random
 import time as _time
 import unicodedata
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -25,6 +26,7 @@ from sqlmodel import Session, col, select
 from bot import texts
 from bot.actions import Action, InvalidAction, Verb
 from bot.clock import Clock, local_date
+from bot.locks import LearnerLocks
 from bot.models import CardState, Learner, PushLog, PushStatus, Review, ReviewStatus
 from bot.ops import GRADING
 from bot.prefs import PreferenceError, parse_new_per_day, parse_push_time, parse_timezone
@@ -96,7 +98,7 @@ class QuizEngine:
         self.rng = rng or random.Random(0)
         self.interactive = interactive
         self.default_new_per_day = default_new_per_day
-        self._locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._locks = LearnerLocks(db)
 
     # ----- learners ---------------------------------------------------------------------
 
@@ -878,20 +880,47 @@ class QuizEngine:
             path=str(found.png_path),
         )
 
-    async def recover_pending(self) -> list[tuple[int, list[Reply]]]:
-        """Grade answers left pending by a crash; returns the replies owed to each learner."""
-        with Session(self.db, expire_on_commit=False) as session:
-            pending = session.exec(
-                select(Review).where(Review.status == ReviewStatus.PENDING).order_by(col(Review.id))
-            ).all()
+    async def recover_pending(
+        self,
+        *,
+        platforms: tuple[str, ...] | None = None,
+        learner_id: int | None = None,
+        deliver: Callable[[int, list[Reply]], Awaitable[object]] | None = None,
+    ) -> list[tuple[int, list[Reply]]]:
+        """Grade answers left pending by a crash; returns the replies owed to each learner.
+
+        Only answers of learners on ``platforms`` (or of the one ``learner_id``) are taken, so
+        a process recovers only what it can deliver; ``deliver`` gets each learner's replies as
+        soon as they are graded. Another replica recovering at the same time is harmless: the
+        answer is re-read under the learner's lock and skipped once it is no longer pending.
+        """
+        query = select(Review).where(Review.status == ReviewStatus.PENDING).order_by(col(Review.id))
+        if platforms is not None:
+            query = query.join(Learner, col(Learner.id) == Review.learner_id).where(col(Learner.platform).in_(platforms))
+        if learner_id is not None:
+            query = query.where(Review.learner_id == learner_id)
+
+        def load() -> list[Review]:
+            with Session(self.db, expire_on_commit=False) as session:
+                return list(session.exec(query).all())
+
         owed: list[tuple[int, list[Reply]]] = []
-        for review in pending:
-            if review.card_id not in self.deck:
-                self._update_review(review.id, status=ReviewStatus.FAILED)
-                continue
+        for review in await asyncio.to_thread(load):
             async with self._locks[review.learner_id]:
-                replies = await self._grade_stored(review, self.deck.get(review.card_id))
-            owed.append((review.learner_id, [Reply("Your last answer was graded after a restart:"), *replies]))
+                current = self._load_review(review.id)
+                if current is None or current.status != ReviewStatus.PENDING:
+                    continue
+                if current.card_id not in self.deck:
+                    self._update_review(current.id, status=ReviewStatus.FAILED)
+                    continue
+                replies = await self._grade_stored(current, self.deck.get(current.card_id))
+            item = (review.learner_id, [Reply("Your last answer was graded after a restart:"), *replies])
+            owed.append(item)
+            if deliver is not None:
+                try:
+                    await deliver(*item)
+                except Exception:
+                    log.exception("delivering a recovered grade to learner %s failed", review.learner_id)
         return owed
 
     # ----- helpers ----------------------------------------------------------------------
