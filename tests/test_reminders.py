@@ -498,3 +498,59 @@ async def test_shared_pace_gives_replicas_disjoint_slots_at_the_platform_rate(db
     assert starts == [1000.0 + 2.0 * i for i in range(6)]  # back to back, never overlapping
     wall[0] = 2000.0  # idle for a while: the next reservation starts now, not in the past
     assert replicas[1].reserve("telegram", 1) == 2000.0
+
+
+async def test_learners_who_cannot_be_pushed_have_no_push_moment(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    transport = RecordingTransport(blocked={"gone"})
+    paused = await add_learner(engine, "paused")
+    gone = await add_learner(engine, "gone")
+    terminal = engine.learner("terminal", "ada").id
+    await engine.update_settings(paused, "pause", "")
+    await sweeper_for(engine, transport).sweep()
+    moments = {i: engine.get_learner(i).next_push_at for i in (paused, gone, terminal)}
+    assert moments == {paused: None, gone: None, terminal: None}  # never in the due range
+    await engine.update_settings(paused, "resume", "")
+    assert engine.set_active(gone, True)  # wrote to the bot again
+    # Back in the schedule: today's push is still owed to the paused learner; the blocked one's
+    # day is settled (its push log says blocked), so the sweep moves them to tomorrow.
+    assert engine.get_learner(paused).next_push_at == engine.get_learner(gone).next_push_at == datetime(2026, 3, 2, 9, tzinfo=UTC)
+    await sweeper_for(engine, transport).sweep()
+    assert transport.users == ["paused"]
+    assert engine.get_learner(gone).next_push_at == datetime(2026, 3, 3, 9, tzinfo=UTC)
+
+
+async def test_the_sweep_prunes_old_push_log_rows(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    learner_id = await add_learner(engine, "ada")
+    with Session(engine.db) as session:
+        for age in (36, 40, 300, 35, 1):
+            day = date(2026, 3, 2) - timedelta(days=age)
+            session.add(PushLog(learner_id=learner_id, local_date=day, claimed_at=clock.now(), status=PushStatus.SENT))
+        session.commit()
+    report = await sweeper_for(engine, RecordingTransport()).sweep()
+    assert report.pruned == 3
+    assert [row.local_date for row in push_rows(engine)] == [date(2026, 1, 26), date(2026, 3, 1), date(2026, 3, 2)]
+
+
+async def test_a_bookkeeping_error_for_one_learner_does_not_stop_the_sweep(db, small_deck, monkeypatch) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    ids = [await add_learner(engine, f"u{i}") for i in range(5)]
+    real = engine.push_replies
+
+    async def broken_for_one(learner_id: int) -> list[Reply]:
+        if learner_id == ids[2]:
+            raise RuntimeError("a bug outside transport.push")
+        return await real(learner_id)
+
+    monkeypatch.setattr(engine, "push_replies", broken_for_one)
+    transport = RecordingTransport()
+    report = await sweeper_for(engine, transport).sweep()
+    assert sorted(transport.users) == ["u0", "u1", "u3", "u4"] and report.errors == 1
+    monkeypatch.setattr(engine, "push_replies", real)
+    clock.advance(seconds=CLAIM_LEASE.total_seconds() + 1)
+    await sweeper_for(engine, transport).sweep()
+    assert sorted(transport.users) == ["u0", "u1", "u2", "u3", "u4"]  # retried after the lease
