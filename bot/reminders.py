@@ -22,8 +22,11 @@ Design (README "Running many replicas" says what is guaranteed):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time as _time
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -61,6 +64,9 @@ PAGE_SECONDS = 2.0
 #: Waits between attempts to record a push the platform accepted (about 40 s, under the lease).
 RECORD_RETRY_SECONDS = (0.5, 2.0, 8.0, 30.0)
 SETTLED = (PushStatus.SENT, PushStatus.SKIPPED, PushStatus.BLOCKED, PushStatus.ABANDONED)
+#: The connection a platform loop of a sweep keeps for its claims, checks and records (no
+#: checkout, ping and reset per push); worker threads see it through the copied context.
+_LANE: ContextVar[Connection | None] = ContextVar("push_lane", default=None)
 LEARNER = Learner.__table__
 PUSH_LOG = PushLog.__table__
 PACE = PushPace.__table__
@@ -204,6 +210,19 @@ class ReminderSweeper:
 
     # ----- claiming (runs in a worker thread) -------------------------------------------
 
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        lane = _LANE.get()
+        if lane is None:
+            with self.db.connect() as connection:
+                yield connection
+            return
+        try:
+            yield lane
+        except sa.exc.DBAPIError:
+            lane.invalidate()  # reconnects on its next use
+            raise
+
     def claim_page(self, platform: str, now: datetime, limit: int) -> Page:
         """Claim up to ``limit`` due learners of ``platform`` and their local days, in one transaction."""
         lease = now + CLAIM_LEASE
@@ -229,7 +248,7 @@ class ReminderSweeper:
             .returning(*LEARNER.c)
         )
         page = Page()
-        with self.db.begin() as connection:
+        with self._connection() as connection, connection.begin():
             learners = [Learner(**row._mapping) for row in connection.execute(claim)]
             page.rows = len(learners)
             if not learners:
@@ -317,10 +336,11 @@ class ReminderSweeper:
     def _still_claimed(self, claim: Claim) -> bool:
         """Whether the learner row still holds this claim (a snooze, pause or settings change
         since the claim wins)."""
-        with self.db.connect() as connection:
+        with self._connection() as connection:
             current = connection.execute(
                 sa.select(LEARNER.c.next_push_at).where(LEARNER.c.id == claim.learner.id)
             ).scalar()
+            connection.rollback()
         return current == claim.lease
 
     def record(self, claim: Claim, status: PushStatus, at: datetime) -> None:
@@ -333,7 +353,7 @@ class ReminderSweeper:
             PUSH_LOG.c.claimed_at == claim.claimed_at,
         )
         held = sa.and_(LEARNER.c.id == learner_id, LEARNER.c.next_push_at == claim.lease)
-        with self.db.begin() as connection:
+        with self._connection() as connection, connection.begin():
             connection.execute(
                 sa.update(PUSH_LOG).where(ours).values(status=status.value, sent_at=at if status is PushStatus.SENT else None)
             )
@@ -357,7 +377,7 @@ class ReminderSweeper:
         """Give back claims never sent (the sweep is stopping): due again at once, nothing counted."""
         if not claims:
             return
-        with self.db.begin() as connection:
+        with self._connection() as connection, connection.begin():
             for claim in claims:
                 connection.execute(
                     sa.update(LEARNER)
@@ -381,7 +401,7 @@ class ReminderSweeper:
         old = sa.select(PUSH_LOG.c.id).where(PUSH_LOG.c.local_date < cutoff).limit(PRUNE_BATCH)
         if self.postgres:
             old = old.with_for_update(skip_locked=True)
-        with self.db.begin() as connection:
+        with self._connection() as connection, connection.begin():
             return connection.execute(sa.delete(PUSH_LOG).where(PUSH_LOG.c.id.in_(old))).rowcount
 
     # ----- the sweep --------------------------------------------------------------------
@@ -407,6 +427,16 @@ class ReminderSweeper:
         return report
 
     async def _sweep_platform(self, platform: str, started: float, report: SweepReport) -> None:
+        # Runs as its own task (asyncio.gather), so the lane is this platform's alone.
+        lane = await asyncio.to_thread(self.db.connect)
+        _LANE.set(lane)
+        try:
+            await self._sweep_lane(platform, started, report)
+        finally:
+            _LANE.set(None)
+            lane.close()
+
+    async def _sweep_lane(self, platform: str, started: float, report: SweepReport) -> None:
         rate = self.rates[platform]
         page_size = max(1, min(self.batch_size, int(rate * PAGE_SECONDS)))
         claimed = 0
