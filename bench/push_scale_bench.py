@@ -85,10 +85,14 @@ def bench_due(learners: int, inactive: float) -> None:
                 "SELECT count(*), count(next_push_at), count(*) FILTER (WHERE next_push_at = :m) FROM learner"), {"m": moment}).one()
         say(f"loaded {counts[0]:,} learners ({counts[0] - counts[1]:,} blocked or paused, no push moment; "
             f"{counts[2]:,} due together at one moment) in {time.perf_counter() - began:.0f} s")
+        with db.connect() as connection:
+            typical = connection.execute(sa.text("SELECT count(*) FROM learner WHERE next_push_at <= :now"), {"now": start}).scalar()
         for platform, page in (("telegram", 50), ("discord", 10), ("telegram", 500)):
-            idle = time_pick(db, platform, start, page)
+            idle = time_pick(db, platform, start - timedelta(seconds=1), page)
+            usual = time_pick(db, platform, start, page)
             busy = time_pick(db, platform, moment, page)
-            say(f"due query, {platform}, page of {page}: idle minute {idle:.2f} ms, 10,000-learner moment {busy:.2f} ms (median of 15)")
+            say(f"due query, {platform}, page of {page}: idle minute (nobody due) {idle:.2f} ms, a typical minute "
+                f"({typical:,} due) {usual:.2f} ms, 10,000-learner moment {busy:.2f} ms (median of 15)")
         engine = QuizEngine(db, default_deck(), SelfGrader(), FixedClock(moment))
         sweeper = ReminderSweeper(engine, {"telegram": NoopPlatform()})
         samples = []
