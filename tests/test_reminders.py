@@ -554,3 +554,27 @@ async def test_a_bookkeeping_error_for_one_learner_does_not_stop_the_sweep(db, s
     clock.advance(seconds=CLAIM_LEASE.total_seconds() + 1)
     await sweeper_for(engine, transport).sweep()
     assert sorted(transport.users) == ["u0", "u1", "u2", "u3", "u4"]  # retried after the lease
+
+
+async def test_telegram_learners_do_not_wait_behind_discord_pacing(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    log: list[str] = []
+
+    class Logged(RecordingTransport):
+        async def push(self, learner: Learner, replies: list[Reply]) -> PushOutcome:
+            log.append(learner.platform_user_id)
+            return await super().push(learner, replies)
+
+    for i in range(3):  # the Discord learners come first in the due order
+        learner = engine.learner("discord", f"d{i}", chat_id=f"d{i}")
+        await engine.update_settings(learner.id, "time", "09:00")
+    for i in range(3):
+        await add_learner(engine, f"t{i}")
+    telegram, discord = Logged(), Logged()
+    discord.platform = "discord"
+    # Discord at 4 sends a second: its third send is half a second after its first.
+    sweeper = ReminderSweeper(engine, {"discord": discord, "telegram": telegram}, rates={"telegram": 10_000.0, "discord": 4.0})
+    await sweeper.sweep()
+    assert sorted(log) == ["d0", "d1", "d2", "t0", "t1", "t2"]
+    assert log.index("t2") < log.index("d2")  # Telegram's sends never queued behind Discord's pace
