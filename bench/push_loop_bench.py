@@ -6,7 +6,8 @@ A probe task sleeps 10 ms at a time and records how late it wakes; meanwhile one
 pushes due learners through the real engine (the trap chosen and stored for each push) to
 no-op Telegram and Discord platforms whose sends take ``--delay`` seconds. Reported: the
 share of the window the loop was blocked (the sum of wake-up delays), the longest single
-delay, and the same probe on an idle loop for comparison (timer granularity).
+delay, and the same probe on an idle loop for comparison (timer granularity); and the time
+from each send's answer to its record's commit (the window in which a crash repeats a push).
 """
 
 from __future__ import annotations
@@ -59,6 +60,16 @@ async def main(learners: int, seconds: float, rate: float, discord_rate: float, 
         engine = QuizEngine(make_engine(url), default_deck(), SelfGrader(), FixedClock(MOMENT))
         transports = {"telegram": NoopPlatform("telegram", delay), "discord": NoopPlatform("discord", delay)}
         sweeper = ReminderSweeper(engine, transports, rates={"telegram": rate, "discord": discord_rate}, sweep_seconds=seconds)
+        # The duplicate window: from the platform's answer to the record's commit.
+        windows: list[float] = []
+        record = sweeper._record_sent
+
+        async def timed_record(*args) -> None:
+            began = time.perf_counter()
+            await record(*args)
+            windows.append(time.perf_counter() - began)
+
+        sweeper._record_sent = timed_record
         stop, lags = asyncio.Event(), []
         task = asyncio.create_task(probe(stop, lags))
         started = time.perf_counter()
@@ -68,6 +79,9 @@ async def main(learners: int, seconds: float, rate: float, discord_rate: float, 
         await task
         summary(f"busy sweep at {rate:g}/s Telegram + {discord_rate:g}/s Discord, sends of {delay * 1000:.0f} ms", lags, elapsed,
                 f"; pushed {report.sent:,} ({report.sent / elapsed:.1f}/s), errors {report.errors}")
+        windows.sort()
+        print(f"send answered to record committed: median {statistics.median(windows) * 1000:.1f} ms, "
+              f"p99 {windows[int(len(windows) * 0.99)] * 1000:.1f} ms, max {windows[-1] * 1000:.1f} ms ({len(windows)} pushes)", flush=True)
         engine.db.dispose()
 
 

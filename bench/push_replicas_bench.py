@@ -61,7 +61,7 @@ def worker(url: str, out: str, rate: float) -> None:
 
 
 def run(url: str, processes: int, rate: float, tmp: Path) -> tuple[list[dict], list[tuple[int, float]], float]:
-    outs = [tmp / f"out-{processes}-{i}.txt" for i in range(processes)]
+    outs = [tmp / f"out-{processes}-{rate:g}-{i}.txt" for i in range(processes)]
     started = time.perf_counter()
     procs = [
         subprocess.Popen([sys.executable, __file__, "--worker", url, str(out), str(rate)], stdout=subprocess.PIPE, text=True)
@@ -84,6 +84,7 @@ def main() -> None:
     parser.add_argument("--processes", type=int, nargs="+", default=[2, 3, 4])
     parser.add_argument("--paced-learners", type=int, default=1_500)
     parser.add_argument("--rate", type=float, default=100.0)
+    parser.add_argument("--paced-only", action="store_true")
     parser.add_argument("--worker", nargs=3)
     args = parser.parse_args()
     if args.worker:
@@ -93,7 +94,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
-        for n in args.processes:
+        for n in [] if args.paced_only else args.processes:
             with pg_schema() as url:
                 load_learners(url, args.learners, MOMENT, moment=MOMENT, moment_count=args.learners)
                 reports, sends, elapsed = run(url, n, 1e9, tmp)
