@@ -26,7 +26,6 @@ import contextlib
 import logging
 import time as _time
 from collections.abc import Iterator
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from types import SimpleNamespace
@@ -65,9 +64,6 @@ PAGE_SECONDS = 2.0
 #: Waits between attempts to record a push the platform accepted (about 40 s, under the lease).
 RECORD_RETRY_SECONDS = (0.5, 2.0, 8.0, 30.0)
 SETTLED = (PushStatus.SENT, PushStatus.SKIPPED, PushStatus.BLOCKED, PushStatus.ABANDONED)
-#: The connection a platform loop of a sweep keeps for its claims, checks and records (no
-#: checkout, ping and reset per push); worker threads see it through the copied context.
-_LANE: ContextVar[Connection | None] = ContextVar("push_lane", default=None)
 LEARNER = Learner.__table__
 PUSH_LOG = PushLog.__table__
 PACE = PushPace.__table__
@@ -213,16 +209,8 @@ class ReminderSweeper:
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[Connection]:
-        lane = _LANE.get()
-        if lane is None:
-            with self.db.connect() as connection:
-                yield connection
-            return
-        try:
-            yield lane
-        except sa.exc.DBAPIError:
-            lane.invalidate()  # reconnects on its next use
-            raise
+        with self.db.connect() as connection:
+            yield connection
 
     def claim_page(self, platform: str, now: datetime, limit: int) -> Page:
         """Claim up to ``limit`` due learners of ``platform`` and their local days, in one transaction."""
@@ -430,16 +418,6 @@ class ReminderSweeper:
         return report
 
     async def _sweep_platform(self, platform: str, started: float, report: SweepReport) -> None:
-        # Runs as its own task (asyncio.gather), so the lane is this platform's alone.
-        lane = await asyncio.to_thread(self.db.connect)
-        _LANE.set(lane)
-        try:
-            await self._sweep_lane(platform, started, report)
-        finally:
-            _LANE.set(None)
-            lane.close()
-
-    async def _sweep_lane(self, platform: str, started: float, report: SweepReport) -> None:
         rate = self.rates[platform]
         page_size = max(1, min(self.batch_size, int(rate * PAGE_SECONDS)))
         claimed = 0
@@ -456,14 +434,19 @@ class ReminderSweeper:
             if not page.claims:
                 continue
             first_slot = await asyncio.to_thread(self.pace.reserve, platform, len(page.claims))
-            unsent = list(page.claims)
+            # Each push starts at its own slot and they overlap, so a slow send or record does
+            # not lower the rate; the page ends when its last push is recorded.
+            pushes = [
+                asyncio.create_task(self._push_one(claim, first_slot + i / rate, report))
+                for i, claim in enumerate(page.claims)
+            ]
             try:
-                for i, claim in enumerate(page.claims):
-                    unsent.remove(claim)
-                    await self._push_one(claim, first_slot + i / rate, report)
-            finally:
-                if unsent:  # stopped mid-page: hand the rest back instead of holding them for the lease
-                    self.release(unsent)
+                await asyncio.gather(*pushes)
+            except BaseException:
+                for push in pushes:
+                    push.cancel()
+                await asyncio.gather(*pushes, return_exceptions=True)
+                raise
 
     async def _record_sent(self, claim: Claim, status: PushStatus, at: datetime) -> None:
         """Record a push the platform answered; a failing database is retried for well under
@@ -480,7 +463,11 @@ class ReminderSweeper:
 
     async def _push_one(self, claim: Claim, slot: float, report: SweepReport) -> None:
         learner = claim.learner
+        sending = False
         try:
+            wait = slot - self.pace.wall()
+            if wait > 0:
+                await asyncio.sleep(wait)
             if not await asyncio.to_thread(self._still_claimed, claim):
                 report.not_claimed += 1
                 return
@@ -489,9 +476,7 @@ class ReminderSweeper:
                 report.nothing_to_ask += 1
                 await asyncio.to_thread(self.record, claim, PushStatus.SKIPPED, self.clock.now())
                 return
-            wait = slot - self.pace.wall()
-            if wait > 0:
-                await asyncio.sleep(wait)
+            sending = True
             try:
                 outcome = await self.transports[learner.platform].push(learner, replies)
             except Exception:  # an adapter bug must not stop the sweep for everyone else
@@ -500,6 +485,10 @@ class ReminderSweeper:
             sent_at = self.clock.now()
             # Recorded at once: a crash from here to the commit is the only way to a second push.
             await self._record_sent(claim, PushStatus(outcome.value), sent_at)
+        except asyncio.CancelledError:
+            if not sending:  # stopped before this push went out: hand it back, not held for the lease
+                self.release([claim])
+            raise
         except Exception:  # one learner's bookkeeping must not stop the sweep either
             log.exception("push to learner %s: bookkeeping failed; retried after the claim's lease", learner.id)
             report.errors += 1

@@ -204,7 +204,8 @@ async def test_restart_mid_sweep_loses_and_duplicates_nothing(db, small_deck) ->
     for i in range(30):
         await add_learner(engine, f"u{i}")
     transport = RecordingTransport(hang_after=10)
-    first_run = ReminderSweeper(engine, {"telegram": transport}, batch_size=4, rates={"telegram": 10_000.0})
+    # Paced at 20/s: the next send of the page is still waiting for its slot when the 11th hangs.
+    first_run = ReminderSweeper(engine, {"telegram": transport}, batch_size=4, rates={"telegram": 20.0})
     task = asyncio.create_task(first_run.sweep())
     await transport.hanging.wait()
     task.cancel()  # killed in the middle of the sweep, during the 11th send
