@@ -349,9 +349,13 @@ class ReminderSweeper:
                 sa.update(PUSH_LOG).where(ours).values(status=status.value, sent_at=at if status is PushStatus.SENT else None)
             )
             if status is PushStatus.SENT:
+                # A send that ended on another local day than it counts for (23:59, finished
+                # after midnight) keeps its due moment, so a settings change tomorrow still
+                # finds tomorrow's push owed.
+                pushed_at = at if local_date(at, claim.learner.timezone) == claim.day else claim.due_at
                 connection.execute(
                     sa.update(LEARNER).where(held).values(
-                        next_push_at=following_push(claim.learner, claim.day), last_pushed_at=at, push_due_at=None
+                        next_push_at=following_push(claim.learner, claim.day), last_pushed_at=pushed_at, push_due_at=None
                     )
                 )
             elif status is PushStatus.SKIPPED:

@@ -385,6 +385,17 @@ async def test_a_send_finishing_after_local_midnight_keeps_the_next_day(db, smal
     assert sorted(transport.users) == sorted(users * 4)
 
 
+async def test_a_settings_change_after_a_late_push_keeps_that_day(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 23, 59, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    transport = SlowTransport(clock, delay=timedelta(seconds=90))  # the send ends at 00:00:30 on 3 March
+    learner_id = await add_learner(engine, "late", "UTC", "23:59")
+    await sweeper_for(engine, transport).sweep()
+    assert transport.users == ["late"]
+    await engine.update_settings(learner_id, "time", "08:00")  # on 3 March, nothing pushed for it yet
+    assert engine.get_learner(learner_id).next_push_at == datetime(2026, 3, 3, 8, 0, tzinfo=UTC)
+
+
 async def test_a_platform_split_replica_leaves_the_other_platforms_learners(db, small_deck) -> None:
     clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
     engine = make_engine_for(db, small_deck, clock)
