@@ -22,10 +22,8 @@ Design (README "Running many replicas" says what is guaranteed):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time as _time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from types import SimpleNamespace
@@ -207,11 +205,6 @@ class ReminderSweeper:
 
     # ----- claiming (runs in a worker thread) -------------------------------------------
 
-    @contextlib.contextmanager
-    def _connection(self) -> Iterator[Connection]:
-        with self.db.connect() as connection:
-            yield connection
-
     def claim_page(self, platform: str, now: datetime, limit: int) -> Page:
         """Claim up to ``limit`` due learners of ``platform`` and their local days, in one transaction."""
         lease = now + CLAIM_LEASE
@@ -237,7 +230,7 @@ class ReminderSweeper:
             .returning(*LEARNER.c)
         )
         page = Page()
-        with self._connection() as connection, connection.begin():
+        with self.db.connect() as connection, connection.begin():
             # Plain rows with the learner's attributes: ORM instances cost 0.5 ms each here.
             learners: list[Learner] = [SimpleNamespace(**row._mapping) for row in connection.execute(claim)]  # type: ignore[misc]
             page.rows = len(learners)
@@ -327,7 +320,7 @@ class ReminderSweeper:
     def _still_claimed(self, claim: Claim) -> bool:
         """Whether the learner row still holds this claim (a snooze, pause or settings change
         since the claim wins)."""
-        with self._connection() as connection:
+        with self.db.connect() as connection:
             current = connection.execute(
                 sa.select(LEARNER.c.next_push_at).where(LEARNER.c.id == claim.learner.id)
             ).scalar()
@@ -344,7 +337,7 @@ class ReminderSweeper:
             PUSH_LOG.c.claimed_at == claim.claimed_at,
         )
         held = sa.and_(LEARNER.c.id == learner_id, LEARNER.c.next_push_at == claim.lease)
-        with self._connection() as connection, connection.begin():
+        with self.db.connect() as connection, connection.begin():
             connection.execute(
                 sa.update(PUSH_LOG).where(ours).values(status=status.value, sent_at=at if status is PushStatus.SENT else None)
             )
@@ -372,7 +365,7 @@ class ReminderSweeper:
         """Give back claims never sent (the sweep is stopping): due again at once, nothing counted."""
         if not claims:
             return
-        with self._connection() as connection, connection.begin():
+        with self.db.connect() as connection, connection.begin():
             for claim in claims:
                 connection.execute(
                     sa.update(LEARNER)
@@ -396,7 +389,7 @@ class ReminderSweeper:
         old = sa.select(PUSH_LOG.c.id).where(PUSH_LOG.c.local_date < cutoff).limit(PRUNE_BATCH)
         if self.postgres:
             old = old.with_for_update(skip_locked=True)
-        with self._connection() as connection, connection.begin():
+        with self.db.connect() as connection, connection.begin():
             return connection.execute(sa.delete(PUSH_LOG).where(PUSH_LOG.c.id.in_(old))).rowcount
 
     # ----- the sweep --------------------------------------------------------------------
