@@ -28,7 +28,7 @@ class LearnerLocks:
         self._db = None
         if db is not None and db.dialect.name == "postgresql":
             # A pool of its own: a lock holds its connection for as long as a grading takes.
-            self._db = sa.create_engine(db.url, pool_size=5, max_overflow=max_connections - 5, pool_pre_ping=True)
+            self._db = sa.create_engine(db.url, pool_size=2, max_overflow=max_connections - 2, pool_pre_ping=True)
 
     def __getitem__(self, learner_id: int) -> _Held:
         return _Held(self, learner_id)
