@@ -129,3 +129,56 @@ async def test_recovery_skips_an_answer_another_replica_already_took(db, small_d
     )
     assert len(first) + len(second) == 1
     assert status_of(engine, review_id) != ReviewStatus.PENDING
+
+
+class HangingJudge:
+    """A judge that never answers, like an unreachable LLM endpoint."""
+
+    name = "hanging"
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+
+    async def assess(self, card, answer: str, *, interactive: bool):
+        self.started.set()
+        await asyncio.Event().wait()
+
+
+async def test_serve_does_not_wait_for_recovery(tmp_path, small_deck, monkeypatch) -> None:
+    """A dead judge used to hold up start by pending answers x timeout: recovery now runs in
+    the background while the platforms and the sweep are already serving."""
+    import bot.app
+    import bot.reminders
+    from bot.clock import SystemClock
+    from bot.config import Settings
+    from bot.db import make_engine, migrate
+
+    url = f"sqlite:///{tmp_path / 'serve.db'}"
+    migrate(url)
+    judge = HangingJudge()
+    engine = QuizEngine(make_engine(url), small_deck, judge, SystemClock(), interactive=False)
+    pending_answer(engine, engine.learner("telegram", "tg"))
+
+    class Serving(Platform):
+        async def start(self) -> None: ...
+
+        async def stop(self) -> None: ...
+
+    sweeping = asyncio.Event()
+
+    class Reminders:
+        async def stop(self) -> None: ...
+
+    async def start_reminders(settings, engine, transports):
+        sweeping.set()
+        return Reminders()
+
+    monkeypatch.setattr(bot.app, "build_engine", lambda settings: engine)
+    monkeypatch.setattr(bot.app, "build_transports", lambda settings, engine: [Serving("telegram")])
+    monkeypatch.setattr(bot.reminders, "start_reminders", start_reminders)
+    stop = asyncio.Event()
+    serving = asyncio.create_task(bot.app.serve(Settings(database_url=url, trapbot_plots=False), stop))
+    await asyncio.wait_for(sweeping.wait(), 30)
+    await asyncio.wait_for(judge.started.wait(), 30)  # the recovery is grading, in the background
+    stop.set()
+    await asyncio.wait_for(serving, 30)
