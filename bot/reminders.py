@@ -61,6 +61,8 @@ PRUNE_BATCH = 5_000
 PAGE_SECONDS = 2.0
 #: Waits between attempts to record a push the platform accepted (about 40 s, under the lease).
 RECORD_RETRY_SECONDS = (0.5, 2.0, 8.0, 30.0)
+#: Seconds before its send slot a push checks its claim and builds its message.
+PREPARE_AHEAD = 0.25
 SETTLED = (PushStatus.SENT, PushStatus.SKIPPED, PushStatus.BLOCKED, PushStatus.ABANDONED)
 LEARNER = Learner.__table__
 PUSH_LOG = PushLog.__table__
@@ -462,7 +464,8 @@ class ReminderSweeper:
         learner = claim.learner
         sending = False
         try:
-            wait = slot - self.pace.wall()
+            # Check and build shortly before the slot, so the send itself goes out on it.
+            wait = slot - PREPARE_AHEAD - self.pace.wall()
             if wait > 0:
                 await asyncio.sleep(wait)
             if not await asyncio.to_thread(self._still_claimed, claim):
@@ -473,6 +476,14 @@ class ReminderSweeper:
                 report.nothing_to_ask += 1
                 await asyncio.to_thread(self.record, claim, PushStatus.SKIPPED, self.clock.now())
                 return
+            wait = slot - self.pace.wall()
+            if wait < -1 / self.rates[learner.platform] and self.rates[learner.platform] < 1000:
+                # Woken after the slot had passed (a busy machine): sending now could double up
+                # with another replica's current slot, so take a fresh one.
+                slot = await asyncio.to_thread(self.pace.reserve, learner.platform, 1)
+                wait = slot - self.pace.wall()
+            if wait > 0:
+                await asyncio.sleep(wait)
             sending = True
             try:
                 outcome = await self.transports[learner.platform].push(learner, replies)
