@@ -116,7 +116,7 @@ def expected_days(learner: Learner, start: datetime, end: datetime) -> set:
     return days
 
 
-async def simulate(url: str, days: int, report_memory: bool) -> tuple[int, dict]:
+async def simulate(url: str, days: int) -> tuple[int, dict]:
     db = make_engine(url)
     fast_commits(db)
     clock = FixedClock(SIM_START)
@@ -125,7 +125,6 @@ async def simulate(url: str, days: int, report_memory: bool) -> tuple[int, dict]
     transports = {"telegram": NoopPlatform("telegram"), "discord": NoopPlatform("discord")}
     sweeper = ReminderSweeper(engine, transports, rates={"telegram": 1e9, "discord": 1e9}, sweep_seconds=1e9)
     sent = 0
-    late_lag = []
     memory = {}
     gc.collect()
     memory[0] = rss_mb()
@@ -134,7 +133,6 @@ async def simulate(url: str, days: int, report_memory: bool) -> tuple[int, dict]
         clock.set(SIM_START + timedelta(minutes=minute))
         report = await sweeper.sweep()
         sent += report.sent
-        late_lag += [lag for lag in report.lag_seconds if lag > 60]
         if (minute + 1) % (24 * 60) == 0:
             gc.collect()
             day = (minute + 1) // (24 * 60)
@@ -150,7 +148,7 @@ def bench_days(learners: int, days: int, inactive: float) -> None:
         began = time.perf_counter()
         load_learners(url, learners, SIM_START, inactive=inactive, platforms=("telegram", "discord"), late_cohort=0.02)
         say(f"loaded {learners:,} learners in {time.perf_counter() - began:.0f} s")
-        sent, memory = asyncio.run(simulate(url, days, True))
+        sent, memory = asyncio.run(simulate(url, days))
         db = make_engine(url)
         with db.connect() as connection:
             people = [Learner(**row._mapping) for row in connection.execute(sa.select(LEARNER))]
