@@ -28,7 +28,6 @@ from datetime import UTC, datetime, timedelta
 from datetime import time as dtime
 
 import sqlalchemy as sa
-from sqlmodel import Session
 
 from bot.clock import FixedClock
 from bot.db import make_engine, migrate, normalise_url
@@ -85,18 +84,29 @@ def populate(url: str, learners: int, due_share: float) -> None:
 
 
 def time_due_query(sweeper: ReminderSweeper, cap: int | None = None) -> tuple[float, int]:
-    """Page through the due learners as a sweep does: up to ``cap`` (a sweep's send budget)."""
-    cap = cap or sweeper.max_per_sweep
+    """Read the due learners as the sweep's claims do (pages of the claim's inner SELECT, in
+    (next_push_at, id) order), up to ``cap`` (a sweep's send budget); nothing is claimed."""
+    cap = cap or sweeper.max_per_sweep["telegram"]
+    table = Learner.__table__
     start = time.perf_counter()
     found, after = 0, None
-    while found < cap:
-        with Session(sweeper.db) as session:
-            batch = sweeper.due_learners(session, NOW, min(500, cap - found), after)
+    with sweeper.db.connect() as connection:
+        while found < cap:
+            query = (
+                sa.select(table.c.id, table.c.next_push_at)
+                .where(table.c.platform == "telegram", table.c.next_push_at <= NOW,
+                       table.c.active == sa.true(), table.c.paused == sa.false())
+                .order_by(table.c.next_push_at, table.c.id)
+                .limit(min(500, cap - found))
+            )
+            if after is not None:
+                query = query.where(sa.tuple_(table.c.next_push_at, table.c.id) > sa.tuple_(*after))
+            batch = connection.execute(query).all()
             if not batch:
                 break
             found += len(batch)
             after = (batch[-1].next_push_at, batch[-1].id)
-            session.rollback()  # release the row locks taken on PostgreSQL
+        connection.rollback()
     return time.perf_counter() - start, found
 
 

@@ -33,7 +33,12 @@ class Verb(StrEnum):
     ANSWER = "ans"  # open a given trap to answer (arg: card id), e.g. from a push or a server post
 
 
-_ARG = re.compile(r"^[a-z0-9_.+-]{1,24}$")
+_ARG = re.compile(r"[a-z0-9_.+-]{1,24}")
+
+
+def _is_ascii_number(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also accepts "²" and "١", which ``int`` refuses or reads."""
+    return text.isascii() and text.isdecimal()
 
 
 class InvalidAction(ValueError):
@@ -66,18 +71,18 @@ class Action:
             raise InvalidAction(f"unknown button verb {verb_text!r}") from None
         review_id: int | None = None
         if review_text != "-":
-            if not review_text.isdigit() or len(review_text) > 12:
+            if not _is_ascii_number(review_text) or len(review_text) > 12:
                 raise InvalidAction("review id is not a number")
             review_id = int(review_text)
         arg: str | None = None
         if arg_text != "-":
-            if not _ARG.match(arg_text):
+            if not _ARG.fullmatch(arg_text):
                 raise InvalidAction("button argument is malformed")
             arg = arg_text
         return cls(verb, review_id, arg)
 
     def int_arg(self, low: int, high: int) -> int:
         """The argument as an integer in ``[low, high]``, or ``InvalidAction``."""
-        if self.arg is None or not self.arg.isdigit() or not low <= int(self.arg) <= high:
+        if self.arg is None or not _is_ascii_number(self.arg) or not low <= int(self.arg) <= high:
             raise InvalidAction(f"expected a number from {low} to {high}")
         return int(self.arg)

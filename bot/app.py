@@ -87,6 +87,21 @@ def build_transports(settings: Settings, engine: QuizEngine) -> list[Transport]:
     return transports
 
 
+async def recover_pending(engine: QuizEngine, by_platform: dict[str, Transport]) -> None:
+    """In the background after start: grade the answers a crash left pending, for the learners
+    of this process's platforms only, each reply sent through the platform that received the answer."""
+
+    async def deliver(learner_id: int, replies: list) -> None:
+        learner = engine.get_learner(learner_id)
+        if learner is not None and learner.platform in by_platform:
+            await by_platform[learner.platform].push(learner, replies)
+
+    try:
+        await engine.recover_pending(platforms=tuple(by_platform), deliver=deliver)
+    except Exception:
+        log.exception("recovering pending answers failed")
+
+
 async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     """Run every configured transport, the reminder sweep and the ops server on this one
     event loop until ``stop`` is set (by SIGINT/SIGTERM when not given)."""
@@ -102,10 +117,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         await transport.start()
         log.info("%s is serving", transport.platform)
     by_platform = {t.platform: t for t in transports}
-    for learner_id, replies in await engine.recover_pending():
-        learner = engine.get_learner(learner_id)
-        if learner is not None and learner.platform in by_platform:
-            await by_platform[learner.platform].push(learner, replies)
+    recovery = asyncio.create_task(recover_pending(engine, by_platform))
     from bot.reminders import start_reminders
 
     reminders = await start_reminders(settings, engine, by_platform)
@@ -126,7 +138,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             await ops.cleanup()
         for transport in reversed(transports):
             await transport.stop()
-        for task in (warm, warm_judge):
+        for task in (recovery, warm, warm_judge):
             if task is not None:
                 task.cancel()
         if engine.sims is not None:

@@ -13,6 +13,7 @@ import random
 import time as _time
 import unicodedata
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -25,10 +26,11 @@ from sqlmodel import Session, col, select
 from bot import texts
 from bot.actions import Action, InvalidAction, Verb
 from bot.clock import Clock, local_date
+from bot.locks import LearnerLocks
 from bot.models import CardState, Learner, PushLog, PushStatus, Review, ReviewStatus
 from bot.ops import GRADING
 from bot.prefs import PreferenceError, parse_new_per_day, parse_push_time, parse_timezone
-from bot.pushtime import next_push_at, tomorrows_push_at
+from bot.pushtime import PUSH_PLATFORMS, next_push_at, tomorrows_push_at
 from bot.replies import Button, PlotImage, Reply, ReplyKind
 from cards.deck import Deck
 from cards.schema import Card
@@ -96,7 +98,7 @@ class QuizEngine:
         self.rng = rng or random.Random(0)
         self.interactive = interactive
         self.default_new_per_day = default_new_per_day
-        self._locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._locks = LearnerLocks(db)
 
     # ----- learners ---------------------------------------------------------------------
 
@@ -132,7 +134,7 @@ class QuizEngine:
                 new_per_day=self.default_new_per_day,
                 created_at=self.clock.now(),
             )
-            learner.next_push_at = next_push_at(learner.push_time, learner.timezone, self.clock.now(), None)
+            learner.next_push_at = self._push_moment(learner)
             session.add(learner)
             try:
                 session.commit()
@@ -151,9 +153,17 @@ class QuizEngine:
             if learner is None or learner.active == active:
                 return False
             learner.active = active
+            learner.next_push_at = self._push_moment(learner)
             session.add(learner)
             session.commit()
             return True
+
+    def _push_moment(self, learner: Learner) -> datetime | None:
+        """The learner's next daily push; None while they cannot be pushed (blocked, paused,
+        no push platform), so the reminder sweep never scans them."""
+        if not learner.active or learner.paused or learner.platform not in PUSH_PLATFORMS:
+            return None
+        return next_push_at(learner.push_time, learner.timezone, self.clock.now(), learner.last_pushed_at)
 
     def get_learner(self, learner_id: int) -> Learner | None:
         with Session(self.db, expire_on_commit=False) as session:
@@ -185,15 +195,18 @@ class QuizEngine:
     async def next_trap(self, learner_id: int, *, extra_new: bool = False) -> list[Reply]:
         """The next trap: a waiting confirmation first, then due reviews, repeats, new traps."""
         async with self._locks[learner_id]:
-            learner = self._require(learner_id)
-            waiting = self._awaiting_review(learner.id)
-            if waiting is not None:
-                card = self.deck.get(waiting.card_id)
-                return [
-                    Reply("You have an answer waiting for its grade.", kind=ReplyKind.INFO),
-                    self._confirmation_reply(waiting, card),
-                ]
-            return self._ask_next(learner, extra_new=extra_new)
+            return self._next_trap(learner_id, extra_new=extra_new)
+
+    def _next_trap(self, learner_id: int, *, extra_new: bool) -> list[Reply]:
+        learner = self._require(learner_id)
+        waiting = self._awaiting_review(learner.id)
+        if waiting is not None:
+            card = self.deck.get(waiting.card_id)
+            return [
+                Reply("You have an answer waiting for its grade.", kind=ReplyKind.INFO),
+                self._confirmation_reply(waiting, card),
+            ]
+        return self._ask_next(learner, extra_new=extra_new)
 
     def _ask_next(self, learner: Learner, *, extra_new: bool) -> list[Reply]:
         today = self.today(learner)
@@ -714,9 +727,7 @@ class QuizEngine:
             for name, value in changes.items():
                 setattr(learner, name, value)
             if {"timezone", "push_time", "paused"} & changes.keys():
-                learner.next_push_at = next_push_at(
-                    learner.push_time, learner.timezone, self.clock.now(), learner.last_pushed_at
-                )
+                learner.next_push_at = self._push_moment(learner)
             session.add(learner)
             session.commit()
         return [Reply("Saved.\n\n" + self._settings_summary(learner), kind=ReplyKind.SETTINGS)]
@@ -763,7 +774,9 @@ class QuizEngine:
     async def push_replies(self, learner_id: int) -> list[Reply]:
         """The daily push: the next trap with answer, snooze and skip-today buttons; empty when
         there is nothing to ask."""
-        replies = await self.next_trap(learner_id)
+        async with self._locks[learner_id]:
+            # The sweep's path: the database work runs in a thread, off the event loop.
+            replies = await asyncio.to_thread(self._next_trap, learner_id, extra_new=False)
         question = replies[-1]
         if question.kind not in (ReplyKind.QUESTION, ReplyKind.CONFIRM):
             return []
@@ -867,20 +880,47 @@ class QuizEngine:
             path=str(found.png_path),
         )
 
-    async def recover_pending(self) -> list[tuple[int, list[Reply]]]:
-        """Grade answers left pending by a crash; returns the replies owed to each learner."""
-        with Session(self.db, expire_on_commit=False) as session:
-            pending = session.exec(
-                select(Review).where(Review.status == ReviewStatus.PENDING).order_by(col(Review.id))
-            ).all()
+    async def recover_pending(
+        self,
+        *,
+        platforms: tuple[str, ...] | None = None,
+        learner_id: int | None = None,
+        deliver: Callable[[int, list[Reply]], Awaitable[object]] | None = None,
+    ) -> list[tuple[int, list[Reply]]]:
+        """Grade answers left pending by a crash; returns the replies owed to each learner.
+
+        Only answers of learners on ``platforms`` (or of the one ``learner_id``) are taken, so
+        a process recovers only what it can deliver; ``deliver`` gets each learner's replies as
+        soon as they are graded. Another replica recovering at the same time is harmless: the
+        answer is re-read under the learner's lock and skipped once it is no longer pending.
+        """
+        query = select(Review).where(Review.status == ReviewStatus.PENDING).order_by(col(Review.id))
+        if platforms is not None:
+            query = query.join(Learner, col(Learner.id) == Review.learner_id).where(col(Learner.platform).in_(platforms))
+        if learner_id is not None:
+            query = query.where(Review.learner_id == learner_id)
+
+        def load() -> list[Review]:
+            with Session(self.db, expire_on_commit=False) as session:
+                return list(session.exec(query).all())
+
         owed: list[tuple[int, list[Reply]]] = []
-        for review in pending:
-            if review.card_id not in self.deck:
-                self._update_review(review.id, status=ReviewStatus.FAILED)
-                continue
+        for review in await asyncio.to_thread(load):
             async with self._locks[review.learner_id]:
-                replies = await self._grade_stored(review, self.deck.get(review.card_id))
-            owed.append((review.learner_id, [Reply("Your last answer was graded after a restart:"), *replies]))
+                current = self._load_review(review.id)
+                if current is None or current.status != ReviewStatus.PENDING:
+                    continue
+                if current.card_id not in self.deck:
+                    self._update_review(current.id, status=ReviewStatus.FAILED)
+                    continue
+                replies = await self._grade_stored(current, self.deck.get(current.card_id))
+            item = (review.learner_id, [Reply("Your last answer was graded after a restart:"), *replies])
+            owed.append(item)
+            if deliver is not None:
+                try:
+                    await deliver(*item)
+                except Exception:
+                    log.exception("delivering a recovered grade to learner %s failed", review.learner_id)
         return owed
 
     # ----- helpers ----------------------------------------------------------------------

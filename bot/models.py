@@ -48,9 +48,9 @@ class Learner(SQLModel, table=True):
 
     __table_args__ = (
         sa.UniqueConstraint("platform", "platform_user_id"),
-        # The sweep pages through due learners in (next_push_at, id) order; thousands share
-        # one push moment (everyone at 09:00), so the id must be in the index too.
-        sa.Index("ix_learner_push_due", "next_push_at", "id"),
+        # Each platform's sweep claims its due learners in (next_push_at, id) order; thousands
+        # share one push moment (everyone at 09:00), so the id is in the index too.
+        sa.Index("ix_learner_push_due", "platform", "next_push_at", "id"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -65,7 +65,11 @@ class Learner(SQLModel, table=True):
     active: bool = Field(default=True, sa_column_kwargs={"server_default": sa.true()})
     reminders: bool = Field(default=True, sa_column_kwargs={"server_default": sa.true()})
     # The daily push: the next moment it is due (UTC; indexed, so a sweep is one range scan).
+    # NULL while the learner cannot be pushed (blocked, paused, terminal): never scanned.
+    # A sweep's claim moves it to the claim's lease expiry and keeps the moment it replaced
+    # in ``push_due_at``.
     next_push_at: datetime | None = _utc_datetime(default=None, nullable=True)
+    push_due_at: datetime | None = _utc_datetime(default=None, nullable=True)
     last_pushed_at: datetime | None = _utc_datetime(default=None, nullable=True)
     current_card_id: str | None = Field(default=None, max_length=16)
     current_asked_at: datetime | None = _utc_datetime(default=None, nullable=True)
@@ -133,7 +137,7 @@ class PushStatus(StrEnum):
 class PushLog(SQLModel, table=True):
     """One daily push per learner per local date: claimed before sending, marked sent after."""
 
-    __table_args__ = (sa.UniqueConstraint("learner_id", "local_date"),)
+    __table_args__ = (sa.UniqueConstraint("learner_id", "local_date"), sa.Index("ix_pushlog_local_date", "local_date"))
 
     id: int | None = Field(default=None, primary_key=True)
     learner_id: int = Field(foreign_key="learner.id", ondelete="CASCADE")
@@ -142,3 +146,11 @@ class PushLog(SQLModel, table=True):
     claimed_at: datetime = _utc_datetime()
     sent_at: datetime | None = _utc_datetime(default=None, nullable=True)
     attempts: int = 0
+
+
+class PushPace(SQLModel, table=True):
+    """Send slots shared by every replica: each reserves the next ``n`` slots of a platform
+    in one UPDATE, so all replicas together send no faster than the platform's rate."""
+
+    platform: str = Field(primary_key=True, max_length=16)
+    next_slot: float = Field(default=0.0, sa_type=sa.Double)  # Unix time of the next free slot

@@ -5,6 +5,9 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+#: Platforms with daily pushes; learners elsewhere (the terminal chat) have no push moment.
+PUSH_PLATFORMS = ("telegram", "discord")
+
 
 def local_push_moment(day: date, push_time: time, timezone: str) -> datetime:
     """``push_time`` on ``day`` in ``timezone``, as UTC.

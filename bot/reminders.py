@@ -1,17 +1,22 @@
-"""Daily push reminders: one sweep a minute, exactly once per learner per local day.
+"""Daily push reminders: one sweep a minute, at least once per learner per local day.
 
-Design:
-- Each learner row carries ``next_push_at`` (UTC, indexed), computed from their push time in
-  their own timezone. A sweep is one range scan on that index, in batches.
-- Before sending, a sweep *claims* the push: it inserts the push-log row unique on
-  (learner, local date), or takes over a row that is snoozed or whose claim went stale.
-  Two sweeps never both claim one learner-day; a crash between claim and send leaves a
-  claim that a later sweep takes over once its lease expires, so nothing is skipped.
-- On PostgreSQL, concurrent workers read due learners with ``FOR UPDATE SKIP LOCKED`` so
-  they split the work instead of queuing on each other; the unique claim is what makes it
-  exactly once. SQLite is the single-process default.
-- Sends are paced per platform by a token bucket, and each sweep sends at most what fits
-  in its minute, so a backlog after downtime is spread out, never dropped or burst.
+Design (README "Running many replicas" says what is guaranteed):
+- Each learner row carries ``next_push_at`` (UTC; NULL while they cannot be pushed), indexed
+  with the platform and the id, so finding a platform's due learners is one range scan.
+- A sweep runs one loop per platform it has a transport for, and each loop *claims* a page
+  of that platform's due learners in one statement: ``UPDATE ... WHERE id IN (SELECT ...
+  FOR UPDATE SKIP LOCKED LIMIT n) RETURNING``. The claim moves ``next_push_at`` to the
+  claim's lease expiry (keeping the moment it replaced in ``push_due_at``), so concurrent
+  sweeps read disjoint rows and a learner claimed by a sweep that died is due again once
+  the lease runs out. The same transaction inserts the push-log rows, unique on (learner,
+  local date), that keep a local day from being pushed twice.
+- Before sending, the sweep checks that the learner still holds its claim (a snooze or a
+  settings change in between wins); right after the platform accepts, it records the push
+  in one transaction, conditional on the claim.
+- Sends are paced per platform by send slots reserved in the database (``PushPace``), so
+  every replica together stays under the platform's rate; platforms never wait for each other.
+- The next push is computed from the local day that was claimed, never from when the send
+  finished, so a 23:59 send that completes after midnight does not lose the next day.
 """
 
 from __future__ import annotations
@@ -21,15 +26,16 @@ import logging
 import time as _time
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from sqlmodel import Session, col, func, select
+from sqlalchemy.engine import Connection
 
 from bot.clock import local_date
-from bot.models import CardState, Learner, PushLog, PushStatus
+from bot.models import CardState, Learner, PushLog, PushPace, PushStatus
 from bot.ops import DUE_LEARNERS, PUSH_LAG, PUSHES
-from bot.pushtime import next_push_at, tomorrows_push_at
+from bot.pushtime import local_push_moment
 from bot.transport import PushOutcome
 
 if TYPE_CHECKING:
@@ -42,12 +48,29 @@ log = logging.getLogger(__name__)
 #: A claim older than this is presumed dead (its process crashed) and is taken over.
 CLAIM_LEASE = timedelta(minutes=5)
 MAX_ATTEMPTS = 5
-#: Sustained sends per second per platform, under each platform's global limit.
+#: Sustained sends per second per platform, for all replicas together.
 PLATFORM_RATE = {"telegram": 25.0, "discord": 5.0}
+#: A push sent this long after its moment still counts for the moment's local day (a 23:59
+#: backlog finishing after midnight); later than that (downtime) it counts for today.
+DAY_GRACE = timedelta(hours=6)
+#: Push-log rows older than this are deleted by the sweep, a bounded batch at a time.
+PUSH_LOG_DAYS = 35
+PRUNE_BATCH = 5_000
+#: Seconds of sends one claim covers at the platform's rate: small pages keep a dead
+#: process's unsent claims (held for the lease) few.
+PAGE_SECONDS = 2.0
+#: Waits between attempts to record a push the platform accepted (about 40 s, under the lease).
+RECORD_RETRY_SECONDS = (0.5, 2.0, 8.0, 30.0)
+#: Seconds before its send slot a push checks its claim and builds its message.
+PREPARE_AHEAD = 0.25
+SETTLED = (PushStatus.SENT, PushStatus.SKIPPED, PushStatus.BLOCKED, PushStatus.ABANDONED)
+LEARNER = Learner.__table__
+PUSH_LOG = PushLog.__table__
+PACE = PushPace.__table__
 
 
 class TokenBucket:
-    """Paces sends to ``rate`` a second with bursts of at most ``burst``."""
+    """Paces sends to ``rate`` a second with bursts of at most ``burst`` (one process)."""
 
     def __init__(self, rate: float, burst: float = 1.0, monotonic=_time.monotonic):
         self.rate = rate
@@ -67,6 +90,66 @@ class TokenBucket:
             await asyncio.sleep((1 - self.tokens) / self.rate)
 
 
+class SharedPace:
+    """Send slots per platform, shared by every replica through the database.
+
+    ``reserve(platform, n)`` takes the next ``n`` slots in one UPDATE (a generic cell rate
+    algorithm: the row holds when the next free slot is), so N replicas together send at
+    the platform's rate, not N times it. Slots are wall-clock Unix times.
+    """
+
+    def __init__(self, db: sa.Engine, rates: dict[str, float], wall=_time.time):
+        self.db = db
+        self.rates = rates
+        self.wall = wall
+        greatest = sa.func.greatest if db.dialect.name == "postgresql" else sa.func.max
+        self._take = (
+            sa.update(PACE)
+            .where(PACE.c.platform == sa.bindparam("p"))
+            .values(next_slot=greatest(PACE.c.next_slot, sa.bindparam("now")) + sa.bindparam("span"))
+            .returning(PACE.c.next_slot)
+        )
+
+    def reserve(self, platform: str, n: int) -> float:
+        """The Unix time of the first of ``n`` consecutive slots now reserved for ``platform``."""
+        span = n / self.rates[platform]
+        with self.db.begin() as connection:
+            params = {"p": platform, "now": self.wall(), "span": span}
+            end = connection.execute(self._take, params).scalar()
+            if end is None:  # the platform's first send ever
+                connection.execute(_insert(self.db, PACE).values(platform=platform, next_slot=0.0).on_conflict_do_nothing())
+                end = connection.execute(self._take, params).scalar()
+        return float(end) - span
+
+
+def _insert(db: sa.Engine, table: sa.Table):
+    if db.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert(table)
+
+
+@dataclass
+class Claim:
+    """One learner-day this sweep owns: the learner row holds ``lease`` until it is recorded."""
+
+    learner: Learner
+    day: date
+    due_at: datetime
+    claimed_at: datetime
+    lease: datetime
+
+
+@dataclass
+class Page:
+    rows: int = 0  # learner rows this claim took
+    claims: list[Claim] = field(default_factory=list)  # learner-days to push
+    idle: int = 0  # nothing due and no new trap: moved to their next day
+    settled: int = 0  # the day was already pushed, skipped or given up
+    contended: int = 0  # another sweep holds the day's push-log claim
+
+
 @dataclass
 class SweepReport:
     due: int = 0
@@ -74,12 +157,27 @@ class SweepReport:
     failed: int = 0
     blocked: int = 0
     nothing_to_ask: int = 0
-    not_claimed: int = 0
+    not_claimed: int = 0  # claimed, then found changed (snoozed, paused) before sending
+    contended: int = 0
+    errors: int = 0
+    pruned: int = 0
     lag_seconds: list[float] = field(default_factory=list)
 
 
+def claimed_day(due_at: datetime, now: datetime, timezone: str) -> date:
+    """The local day a push claimed at ``now`` for the moment ``due_at`` counts for."""
+    if now - due_at <= DAY_GRACE:
+        return local_date(due_at, timezone)
+    return local_date(now, timezone)
+
+
+def following_push(learner: Learner, day: date) -> datetime:
+    """The push moment on the local day after ``day``."""
+    return local_push_moment(day + timedelta(days=1), learner.push_time, learner.timezone)
+
+
 class ReminderSweeper:
-    """Finds learners whose push is due and pushes each exactly once per local day."""
+    """Claims the learners of its platforms whose push is due and pushes each once a local day."""
 
     def __init__(
         self,
@@ -97,194 +195,323 @@ class ReminderSweeper:
         self.transports = transports
         self.batch_size = batch_size
         self.sweep_seconds = sweep_seconds
-        rates = {**PLATFORM_RATE, **(rates or {})}
-        self.buckets = {name: TokenBucket(rates.get(name, 5.0)) for name in transports}
-        # A sweep reads no more learners than it could send to in its minute: the rest wait
-        # for the next sweep instead of being loaded and dropped.
-        self.max_per_sweep = max(batch_size, int(sum(rates.get(name, 5.0) for name in transports) * sweep_seconds))
+        self.rates = {**PLATFORM_RATE, **(rates or {})}
+        for name in transports:
+            self.rates.setdefault(name, 5.0)
+        self.pace = SharedPace(self.db, self.rates)
+        # A sweep claims no more learners of a platform than it could send to in its minute:
+        # the rest wait for the next sweep instead of being claimed and held.
+        self.max_per_sweep = {name: max(1, int(self.rates[name] * sweep_seconds)) for name in transports}
         self.deck_size = deck_size if deck_size is not None else len(engine.deck)
         self.postgres = self.db.dialect.name == "postgresql"
 
-    # ----- who is due -------------------------------------------------------------------
+    # ----- claiming (runs in a worker thread) -------------------------------------------
 
-    def due_learners(self, session: Session, now: datetime, limit: int, after: tuple[datetime, int] | None) -> list[Learner]:
-        """Active, unpaused learners whose push moment has come, oldest first (one index scan)."""
-        # Only (next_push_at, id) bounds the scan, so the planner walks that index and nothing
-        # else (a platform filter here made SQLite pick the (platform, user) index instead).
-        query = (
-            select(Learner)
+    def claim_page(self, platform: str, now: datetime, limit: int) -> Page:
+        """Claim up to ``limit`` due learners of ``platform`` and their local days, in one transaction."""
+        lease = now + CLAIM_LEASE
+        pick = (
+            sa.select(LEARNER.c.id)
             .where(
-                col(Learner.next_push_at) <= now,
-                Learner.active == sa.true(),
-                Learner.paused == sa.false(),
+                LEARNER.c.platform == platform,
+                LEARNER.c.next_push_at <= now,
+                LEARNER.c.active == sa.true(),
+                LEARNER.c.paused == sa.false(),
             )
-            .order_by(col(Learner.next_push_at), col(Learner.id))
+            .order_by(LEARNER.c.next_push_at, LEARNER.c.id)
             .limit(limit)
         )
-        if after is not None:
-            # Keyset paging: a row-value range that starts inside the (next_push_at, id) index.
-            query = query.where(sa.tuple_(Learner.next_push_at, Learner.id) > sa.tuple_(*after))
         if self.postgres:
-            query = query.with_for_update(skip_locked=True, of=Learner)
-        return list(session.exec(query))
+            pick = pick.with_for_update(skip_locked=True)
+        claim = (
+            sa.update(LEARNER)
+            # The outer condition re-checks the row under the claim: a row changed since the
+            # pick (snoozed, paused) is not claimed.
+            .where(LEARNER.c.id.in_(pick), LEARNER.c.next_push_at <= now)
+            .values(push_due_at=LEARNER.c.next_push_at, next_push_at=lease)
+            .returning(*LEARNER.c)
+        )
+        page = Page()
+        with self.db.connect() as connection, connection.begin():
+            # Plain rows with the learner's attributes: ORM instances cost 0.5 ms each here.
+            learners: list[Learner] = [SimpleNamespace(**row._mapping) for row in connection.execute(claim)]  # type: ignore[misc]
+            page.rows = len(learners)
+            if not learners:
+                return page
+            days = {learner.id: claimed_day(learner.push_due_at, now, learner.timezone) for learner in learners}  # type: ignore[arg-type]
+            ready = self._has_something_to_ask(connection, learners, days)
+            later = [learner for learner in learners if learner.id not in ready]
+            page.idle = len(later)
+            wanted = [learner for learner in learners if learner.id in ready]
+            taken = self._claim_days(connection, wanted, days, now) if wanted else set()
+            if len(taken) < len(wanted):
+                settled, live = self._unclaimed_days(connection, [x for x in wanted if x.id not in taken], days)
+                later += settled
+                page.settled, page.contended = len(settled), live
+            if later:  # nothing to push today: their next push is on the following local day
+                connection.execute(
+                    sa.update(LEARNER)
+                    .where(LEARNER.c.id == sa.bindparam("b_id"), LEARNER.c.next_push_at == sa.bindparam("b_lease"))
+                    .values(next_push_at=sa.bindparam("b_next"), push_due_at=None),
+                    [{"b_id": x.id, "b_lease": lease, "b_next": following_push(x, days[x.id])} for x in later],
+                )
+        page.claims = [
+            Claim(learner, days[learner.id], learner.push_due_at, now, lease)  # type: ignore[arg-type, index]
+            for learner in wanted
+            if learner.id in taken
+        ]
+        return page
 
-    def has_something_to_ask(self, session: Session, learners: list[Learner], now: datetime) -> set[int]:
-        """Learners in the batch with a due review or a new trap available today."""
-        ids = [learner.id for learner in learners]
-        rows = session.exec(
-            select(
-                CardState.learner_id,
-                func.count(),
-                func.min(CardState.due_on),
-                func.max(CardState.introduced_on),
-            )
-            .where(col(CardState.learner_id).in_(ids))
-            .group_by(CardState.learner_id)
+    def _has_something_to_ask(self, connection: Connection, learners: list[Learner], days: dict) -> set[int]:
+        """Learners with a due review or a new trap available on their claimed day."""
+        cards = CardState.__table__
+        rows = connection.execute(
+            sa.select(cards.c.learner_id, sa.func.count(), sa.func.min(cards.c.due_on), sa.func.max(cards.c.introduced_on))
+            .where(cards.c.learner_id.in_([learner.id for learner in learners]))
+            .group_by(cards.c.learner_id)
         ).all()
         seen = {row[0]: row[1:] for row in rows}
         ready: set[int] = set()
         for learner in learners:
-            today = local_date(now, learner.timezone)
+            day = days[learner.id]
             count, earliest_due, last_new = seen.get(learner.id, (0, None, None))
-            due = earliest_due is not None and earliest_due <= today
-            new = count < self.deck_size and (last_new is None or last_new < today)
+            due = earliest_due is not None and earliest_due <= day
+            new = count < self.deck_size and (last_new is None or last_new < day)
             if due or new:
                 ready.add(learner.id)  # type: ignore[arg-type]
         return ready
 
-    # ----- claiming ---------------------------------------------------------------------
+    def _claim_days(self, connection: Connection, learners: list[Learner], days: dict, now: datetime) -> set[int]:
+        """Insert or take over the push-log rows of these learner-days; the ids taken."""
+        insert = _insert(self.db, PUSH_LOG)
+        insert = insert.on_conflict_do_update(
+            index_elements=[PUSH_LOG.c.learner_id, PUSH_LOG.c.local_date],
+            set_={"status": PushStatus.CLAIMED.value, "claimed_at": insert.excluded.claimed_at, "attempts": PUSH_LOG.c.attempts + 1},
+            where=sa.and_(
+                PUSH_LOG.c.attempts < MAX_ATTEMPTS,
+                sa.or_(
+                    PUSH_LOG.c.status == PushStatus.SNOOZED.value,
+                    PUSH_LOG.c.status == PushStatus.FAILED.value,
+                    sa.and_(PUSH_LOG.c.status == PushStatus.CLAIMED.value, PUSH_LOG.c.claimed_at < now - CLAIM_LEASE),
+                ),
+            ),
+        )
+        # Executed with a list of rows: SQLAlchemy batches them into one cached multi-row statement.
+        rows = [
+            {"learner_id": x.id, "local_date": days[x.id], "status": PushStatus.CLAIMED.value, "claimed_at": now, "attempts": 1}
+            for x in learners
+        ]
+        return set(connection.execute(insert.returning(PUSH_LOG.c.learner_id), rows).scalars())
 
-    def claim(self, learner_id: int, day: date, now: datetime) -> bool:
-        """Atomically take the push for (learner, day); False when another sweep owns it."""
-        with Session(self.db) as session:
-            try:
-                session.add(PushLog(learner_id=learner_id, local_date=day, claimed_at=now, attempts=1))
-                session.commit()
-                return True
-            except sa.exc.IntegrityError:
-                session.rollback()
-            stale = now - CLAIM_LEASE
-            taken = session.exec(  # type: ignore[call-overload]
-                sa.update(PushLog)
-                .where(
-                    PushLog.learner_id == learner_id,
-                    PushLog.local_date == day,
-                    PushLog.attempts < MAX_ATTEMPTS,
-                    sa.or_(
-                        PushLog.status == PushStatus.SNOOZED,
-                        sa.and_(
-                            col(PushLog.status).in_([PushStatus.CLAIMED, PushStatus.FAILED]),
-                            PushLog.claimed_at < stale,
-                        ),
-                    ),
+    def _unclaimed_days(self, connection: Connection, learners: list[Learner], days: dict) -> tuple[list[Learner], int]:
+        """Of learner-days whose push-log row could not be claimed: the settled ones, and how
+        many are held by a live claim (those keep the lease and are looked at again after it)."""
+        rows = connection.execute(
+            sa.select(PUSH_LOG.c.learner_id, PUSH_LOG.c.local_date, PUSH_LOG.c.status, PUSH_LOG.c.attempts).where(
+                PUSH_LOG.c.learner_id.in_([x.id for x in learners])
+            )
+        ).all()
+        state = {(row.learner_id, row.local_date): row for row in rows}
+        settled = []
+        for learner in learners:
+            row = state.get((learner.id, days[learner.id]))
+            if row is None or row.status in SETTLED or row.attempts >= MAX_ATTEMPTS:
+                settled.append(learner)
+        return settled, len(learners) - len(settled)
+
+    def _still_claimed(self, claim: Claim) -> bool:
+        """Whether the learner row still holds this claim (a snooze, pause or settings change
+        since the claim wins)."""
+        with self.db.connect() as connection:
+            current = connection.execute(
+                sa.select(LEARNER.c.next_push_at).where(LEARNER.c.id == claim.learner.id)
+            ).scalar()
+            connection.rollback()
+        return current == claim.lease
+
+    def record(self, claim: Claim, status: PushStatus, at: datetime) -> None:
+        """Write the outcome of a claimed push, in one transaction, only where the claim still holds."""
+        learner_id = claim.learner.id
+        ours = sa.and_(
+            PUSH_LOG.c.learner_id == learner_id,
+            PUSH_LOG.c.local_date == claim.day,
+            PUSH_LOG.c.status == PushStatus.CLAIMED.value,
+            PUSH_LOG.c.claimed_at == claim.claimed_at,
+        )
+        held = sa.and_(LEARNER.c.id == learner_id, LEARNER.c.next_push_at == claim.lease)
+        with self.db.connect() as connection, connection.begin():
+            connection.execute(
+                sa.update(PUSH_LOG).where(ours).values(status=status.value, sent_at=at if status is PushStatus.SENT else None)
+            )
+            if status is PushStatus.SENT:
+                # A send that ended on another local day than it counts for (23:59, finished
+                # after midnight) keeps its due moment, so a settings change tomorrow still
+                # finds tomorrow's push owed.
+                pushed_at = at if local_date(at, claim.learner.timezone) == claim.day else claim.due_at
+                connection.execute(
+                    sa.update(LEARNER).where(held).values(
+                        next_push_at=following_push(claim.learner, claim.day), last_pushed_at=pushed_at, push_due_at=None
+                    )
                 )
-                .values(status=PushStatus.CLAIMED, claimed_at=now, attempts=PushLog.attempts + 1)
-            )
-            session.commit()
-            return taken.rowcount == 1
-
-    def _finish(self, learner_id: int, day: date, status: PushStatus, now: datetime, *, next_at: datetime | None, **learner_values: object) -> None:
-        with Session(self.db) as session:
-            session.exec(  # type: ignore[call-overload]
-                sa.update(PushLog)
-                .where(PushLog.learner_id == learner_id, PushLog.local_date == day)
-                .values(status=status, sent_at=now if status is PushStatus.SENT else None)
-            )
-            values = dict(learner_values)
-            if next_at is not None:
-                values["next_push_at"] = next_at
-            if values:
-                session.exec(sa.update(Learner).where(Learner.id == learner_id).values(**values))  # type: ignore[call-overload]
-            session.commit()
-
-    def _settle_unclaimed(self, learner: Learner, day: date, now: datetime) -> None:
-        """A day already settled (sent, skipped, given up) looks again tomorrow; a claim held
-        by a live sweep is left to it."""
-        with Session(self.db) as session:
-            row = session.exec(
-                select(PushLog).where(PushLog.learner_id == learner.id, PushLog.local_date == day)
-            ).first()
-            settled = row is not None and (
-                row.status in (PushStatus.SENT, PushStatus.SKIPPED, PushStatus.BLOCKED, PushStatus.ABANDONED)
-                or row.attempts >= MAX_ATTEMPTS
-            )
-            if settled:
-                session.exec(  # type: ignore[call-overload]
-                    sa.update(Learner)
-                    .where(Learner.id == learner.id, Learner.next_push_at == learner.next_push_at)
-                    .values(next_push_at=tomorrows_push_at(learner.push_time, learner.timezone, now))
+            elif status is PushStatus.SKIPPED:
+                connection.execute(
+                    sa.update(LEARNER).where(held).values(next_push_at=following_push(claim.learner, claim.day), push_due_at=None)
                 )
-                session.commit()
+            elif status is PushStatus.BLOCKED:
+                connection.execute(
+                    sa.update(LEARNER).where(LEARNER.c.id == learner_id).values(active=False, next_push_at=None, push_due_at=None)
+                )
+            # FAILED: the learner keeps the lease and is claimed again when it runs out.
+
+    def release(self, claims: list[Claim]) -> None:
+        """Give back claims never sent (the sweep is stopping): due again at once, nothing counted."""
+        if not claims:
+            return
+        with self.db.connect() as connection, connection.begin():
+            for claim in claims:
+                connection.execute(
+                    sa.update(LEARNER)
+                    .where(LEARNER.c.id == claim.learner.id, LEARNER.c.next_push_at == claim.lease)
+                    .values(next_push_at=claim.due_at, push_due_at=None)
+                )
+                connection.execute(
+                    sa.update(PUSH_LOG)
+                    .where(
+                        PUSH_LOG.c.learner_id == claim.learner.id,
+                        PUSH_LOG.c.local_date == claim.day,
+                        PUSH_LOG.c.status == PushStatus.CLAIMED.value,
+                        PUSH_LOG.c.claimed_at == claim.claimed_at,
+                    )
+                    .values(status=PushStatus.FAILED.value, attempts=PUSH_LOG.c.attempts - 1)
+                )
+
+    def prune(self, now: datetime) -> int:
+        """Delete a bounded batch of push-log rows older than ``PUSH_LOG_DAYS``."""
+        cutoff = (now - timedelta(days=PUSH_LOG_DAYS)).date()
+        old = sa.select(PUSH_LOG.c.id).where(PUSH_LOG.c.local_date < cutoff).limit(PRUNE_BATCH)
+        if self.postgres:
+            old = old.with_for_update(skip_locked=True)
+        with self.db.connect() as connection, connection.begin():
+            return connection.execute(sa.delete(PUSH_LOG).where(PUSH_LOG.c.id.in_(old))).rowcount
 
     # ----- the sweep --------------------------------------------------------------------
 
     async def sweep(self) -> SweepReport:
-        """One pass over everyone due now, within this sweep's send budget."""
+        """One pass: each platform's due learners, within that platform's send budget."""
         report = SweepReport()
         started = _time.monotonic()
-        after: tuple[datetime, int] | None = None
-        now = self.clock.now()
-        while _time.monotonic() - started < self.sweep_seconds and report.due < self.max_per_sweep:
-            with Session(self.db, expire_on_commit=False) as session:
-                batch = self.due_learners(session, now, min(self.batch_size, self.max_per_sweep - report.due), after)
-                if not batch:
-                    break
-                reachable = [learner for learner in batch if learner.platform in self.transports]
-                ready = self.has_something_to_ask(session, reachable, now)
-                idle = [learner for learner in batch if learner.id not in ready]
-                for learner in idle:  # nothing due and no new trap: look again tomorrow
-                    learner.next_push_at = tomorrows_push_at(learner.push_time, learner.timezone, now)
-                    session.add(learner)
-                session.commit()  # releases the row locks; the push-log claim guards the rest
-            report.due += len(batch)
-            DUE_LEARNERS.set(report.due)
-            report.nothing_to_ask += len(idle)
-            after = (batch[-1].next_push_at, batch[-1].id)  # type: ignore[assignment]
-            for learner in batch:
-                if learner.id in ready:
-                    await self._push_one(learner, now, report)
-                if _time.monotonic() - started >= self.sweep_seconds:
-                    break
+        try:
+            report.pruned = await asyncio.to_thread(self.prune, self.clock.now())
+        except Exception:
+            log.exception("pruning the push log failed")
+        # Platforms run side by side: a Telegram learner never waits behind Discord's pace.
+        results = await asyncio.gather(
+            *(self._sweep_platform(platform, started, report) for platform in self.transports), return_exceptions=True
+        )
+        for platform, result in zip(self.transports, results, strict=True):
+            if isinstance(result, asyncio.CancelledError):
+                raise result
+            if isinstance(result, BaseException):
+                log.error("push sweep for %s failed", platform, exc_info=result)
+        DUE_LEARNERS.set(report.due)
         return report
 
-    async def _push_one(self, learner: Learner, now: datetime, report: SweepReport) -> None:
-        day = local_date(now, learner.timezone)
-        if not self.claim(learner.id, day, now):  # type: ignore[arg-type]
-            report.not_claimed += 1
-            self._settle_unclaimed(learner, day, now)
-            return
-        replies = await self.engine.push_replies(learner.id)  # type: ignore[arg-type]
-        if not replies:
-            report.nothing_to_ask += 1
-            self._finish(learner.id, day, PushStatus.SKIPPED, now,  # type: ignore[arg-type]
-                         next_at=tomorrows_push_at(learner.push_time, learner.timezone, now))
-            return
-        await self.buckets[learner.platform].take()
+    async def _sweep_platform(self, platform: str, started: float, report: SweepReport) -> None:
+        rate = self.rates[platform]
+        page_size = max(1, min(self.batch_size, int(rate * PAGE_SECONDS)))
+        claimed = 0
+        while _time.monotonic() - started < self.sweep_seconds and claimed < self.max_per_sweep[platform]:
+            page = await asyncio.to_thread(
+                self.claim_page, platform, self.clock.now(), min(page_size, self.max_per_sweep[platform] - claimed)
+            )
+            if not page.rows:
+                break
+            claimed += page.rows
+            report.due += page.rows
+            report.nothing_to_ask += page.idle
+            report.contended += page.contended
+            if not page.claims:
+                continue
+            first_slot = await asyncio.to_thread(self.pace.reserve, platform, len(page.claims))
+            # Each push starts at its own slot and they overlap, so a slow send or record does
+            # not lower the rate; the page ends when its last push is recorded.
+            pushes = [
+                asyncio.create_task(self._push_one(claim, first_slot + i / rate, report))
+                for i, claim in enumerate(page.claims)
+            ]
+            try:
+                await asyncio.gather(*pushes)
+            except BaseException:
+                for push in pushes:
+                    push.cancel()
+                await asyncio.gather(*pushes, return_exceptions=True)
+                raise
+
+    async def _record_sent(self, claim: Claim, status: PushStatus, at: datetime) -> None:
+        """Record a push the platform answered; a failing database is retried for well under
+        the lease, since an unrecorded send is pushed again once the lease runs out."""
+        for delay in (*RECORD_RETRY_SECONDS, None):
+            try:
+                await asyncio.to_thread(self.record, claim, status, at)
+                return
+            except Exception:
+                if delay is None:
+                    raise
+                log.warning("recording the push to learner %s failed; retrying in %s s", claim.learner.id, delay, exc_info=True)
+                await asyncio.sleep(delay)
+
+    async def _push_one(self, claim: Claim, slot: float, report: SweepReport) -> None:
+        learner = claim.learner
+        sending = False
         try:
-            outcome = await self.transports[learner.platform].push(learner, replies)
-        except Exception:  # an adapter bug must not stop the sweep for everyone else
-            log.exception("push to learner %s failed", learner.id)
-            outcome = PushOutcome.FAILED
-        sent_at = self.clock.now()
+            # Check and build shortly before the slot, so the send itself goes out on it.
+            wait = slot - PREPARE_AHEAD - self.pace.wall()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            if not await asyncio.to_thread(self._still_claimed, claim):
+                report.not_claimed += 1
+                return
+            replies = await self.engine.push_replies(learner.id)  # type: ignore[arg-type]
+            if not replies:
+                report.nothing_to_ask += 1
+                await asyncio.to_thread(self.record, claim, PushStatus.SKIPPED, self.clock.now())
+                return
+            wait = slot - self.pace.wall()
+            if wait < -1 / self.rates[learner.platform] and self.rates[learner.platform] < 1000:
+                # Woken after the slot had passed (a busy machine): sending now could double up
+                # with another replica's current slot, so take a fresh one.
+                slot = await asyncio.to_thread(self.pace.reserve, learner.platform, 1)
+                wait = slot - self.pace.wall()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            sending = True
+            try:
+                outcome = await self.transports[learner.platform].push(learner, replies)
+            except Exception:  # an adapter bug must not stop the sweep for everyone else
+                log.exception("push to learner %s failed", learner.id)
+                outcome = PushOutcome.FAILED
+            sent_at = self.clock.now()
+            # Recorded at once: a crash from here to the commit is the only way to a second push.
+            await self._record_sent(claim, PushStatus(outcome.value), sent_at)
+        except asyncio.CancelledError:
+            if not sending:  # stopped before this push went out: hand it back, not held for the lease
+                self.release([claim])
+            raise
+        except Exception:  # one learner's bookkeeping must not stop the sweep either
+            log.exception("push to learner %s: bookkeeping failed; retried after the claim's lease", learner.id)
+            report.errors += 1
+            return
         PUSHES.labels(learner.platform, outcome.value).inc()
         if outcome is PushOutcome.SENT:
             report.sent += 1
-            if learner.next_push_at is not None:
-                lag = (sent_at - learner.next_push_at).total_seconds()
-                report.lag_seconds.append(lag)
-                PUSH_LAG.observe(max(lag, 0.0))
-            self._finish(
-                learner.id, day, PushStatus.SENT, sent_at,  # type: ignore[arg-type]
-                next_at=next_push_at(learner.push_time, learner.timezone, sent_at, sent_at),
-                last_pushed_at=sent_at,
-            )
+            lag = (sent_at - claim.due_at).total_seconds()
+            report.lag_seconds.append(lag)
+            PUSH_LAG.observe(max(lag, 0.0))
         elif outcome is PushOutcome.BLOCKED:
             report.blocked += 1
-            self._finish(learner.id, day, PushStatus.BLOCKED, sent_at, next_at=None, active=False)  # type: ignore[arg-type]
             log.info("learner %s blocked the bot; deactivated", learner.id)
         else:
             report.failed += 1
-            self._finish(learner.id, day, PushStatus.FAILED, sent_at, next_at=None)  # type: ignore[arg-type]
 
 
 @dataclass

@@ -127,9 +127,9 @@ class TerminalChat:
 
     async def run(self) -> None:
         self.write("trapbot: the traps of RL interviews. /help lists the commands, /quit leaves.")
-        for learner_id, replies in await self.engine.recover_pending():
-            if learner_id == self.learner.id:
-                await self.show(replies)
+        # Only this terminal learner's answers: another platform's are its own process's to deliver.
+        for _, replies in await self.engine.recover_pending(learner_id=self.learner.id):
+            await self.show(replies)
         if self._has_history():
             await self.show(await self.engine.next_trap(self.learner.id))  # type: ignore[arg-type]
         else:
@@ -149,4 +149,8 @@ class TerminalChat:
 
 
 async def run_chat(engine: QuizEngine, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> None:
+    # Bytes that are not valid in the terminal's encoding become U+FFFD; the rest of the line is kept.
+    reconfigure = getattr(stdin, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="replace")
     await TerminalChat(engine, stdin, stdout).run()

@@ -24,7 +24,9 @@ def test_round_trip_and_limits() -> None:
 @pytest.mark.parametrize(
     "data",
     ["", "t1", "t1:rate:1", "t1:rate:1:5:6", "t2:rate:1:5", "t1:bogus:1:5", "t1:rate:-1:5", "t1:rate:1:<b>", None, 42,
-     "t1:rate:" + "9" * 13 + ":5", "t1:rate:1:" + "a" * 25],
+     "t1:rate:" + "9" * 13 + ":5", "t1:rate:1:" + "a" * 25,
+     # Unicode digits pass str.isdigit(); int() refuses "²" and reads "١" as 1.
+     "t1:ovr:²:12", "t1:ovr:١٢:3", "t1:rate:1:5\n"],
 )
 def test_malformed_data_is_rejected(data: object) -> None:
     with pytest.raises(InvalidAction):
@@ -41,7 +43,7 @@ def test_decode_never_crashes_on_junk(data: str) -> None:
 
 def test_int_arg_bounds() -> None:
     assert Action(Verb.RATE, 1, "5").int_arg(0, 5) == 5
-    for arg in ("6", None, "x"):
+    for arg in ("6", None, "x", "²", "٣"):
         with pytest.raises(InvalidAction):
             Action(Verb.RATE, 1, arg).int_arg(0, 5)
 

@@ -17,7 +17,7 @@ from bot.db import make_engine
 from bot.engine import QuizEngine
 from bot.models import Learner, PushLog, PushStatus
 from bot.pushtime import local_push_moment, next_push_at
-from bot.reminders import CLAIM_LEASE, ReminderSweeper, TokenBucket
+from bot.reminders import CLAIM_LEASE, ReminderSweeper, SharedPace, TokenBucket
 from bot.replies import Reply
 from bot.transport import PushOutcome
 from grader.selfgrade import SelfGrader
@@ -204,7 +204,8 @@ async def test_restart_mid_sweep_loses_and_duplicates_nothing(db, small_deck) ->
     for i in range(30):
         await add_learner(engine, f"u{i}")
     transport = RecordingTransport(hang_after=10)
-    first_run = ReminderSweeper(engine, {"telegram": transport}, batch_size=4, rates={"telegram": 10_000.0})
+    # Paced at 20/s: the next send of the page is still waiting for its slot when the 11th hangs.
+    first_run = ReminderSweeper(engine, {"telegram": transport}, batch_size=4, rates={"telegram": 20.0})
     task = asyncio.create_task(first_run.sweep())
     await transport.hanging.wait()
     task.cancel()  # killed in the middle of the sweep, during the 11th send
@@ -311,7 +312,8 @@ class FileTransport:
 
 engine = QuizEngine(make_engine(url), load_deck(Path(deck_dir)), SelfGrader(), FixedClock(datetime.fromisoformat(start)))
 sweeper = ReminderSweeper(engine, {"telegram": FileTransport()}, batch_size=25, rates={"telegram": 10_000.0})
-asyncio.run(sweeper.sweep())
+report = asyncio.run(sweeper.sweep())
+print(report.due, report.sent, report.contended, report.not_claimed)
 """
 
 
@@ -329,9 +331,262 @@ def test_two_worker_processes_on_postgresql(db_url: str, small_deck, tmp_path: P
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     args = [sys.executable, str(script), db_url, str(tmp_path / "deck"), str(out), clock.now().isoformat()]
-    workers = [subprocess.Popen(args, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    workers = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    reports = []
     for worker in workers:
-        _, err = worker.communicate(timeout=120)
+        report, err = worker.communicate(timeout=120)
         assert worker.returncode == 0, err
+        reports.append([int(n) for n in report.split()])
     pushed = out.read_text().split()
     assert len(pushed) == 300 and len(set(pushed)) == 300
+    # The claims were disjoint: between them the two sweeps read each due learner once.
+    assert sum(due for due, *_ in reports) == 300
+    assert sum(sent for _, sent, *_ in reports) == 300
+    assert all(contended == 0 and changed == 0 for *_, contended, changed in reports)
+
+
+class SlowTransport(RecordingTransport):
+    """A platform whose sends take ``delay`` on the injected clock, and can be held on a learner."""
+
+    def __init__(self, clock: FixedClock, delay: timedelta = timedelta(0), platform: str = "telegram", **kwargs):
+        super().__init__(**kwargs)
+        self.clock, self.delay, self.platform = clock, delay, platform
+        self.hold: dict[str, asyncio.Event] = {}
+        self.holding = asyncio.Event()
+
+    async def push(self, learner: Learner, replies: list[Reply]) -> PushOutcome:
+        gate = self.hold.get(learner.platform_user_id)
+        if gate is not None:
+            self.holding.set()
+            await gate.wait()
+        self.clock.advance(seconds=self.delay.total_seconds())
+        return await super().push(learner, replies)
+
+
+async def test_a_send_finishing_after_local_midnight_keeps_the_next_day(db, small_deck) -> None:
+    """The 23:59 cohort: sends that end after midnight must not push the next push to the day after."""
+    clock = FixedClock(datetime(2026, 3, 2, 23, 0, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    transport = SlowTransport(clock, delay=timedelta(seconds=40))
+    sweeper = sweeper_for(engine, transport)
+    users = [f"late{i}" for i in range(4)]
+    for user in users:
+        await add_learner(engine, user, "UTC", "23:59")
+    # Sweep every 10 minutes for three days; four sends of 40 s at 23:59 cross midnight.
+    moment = datetime(2026, 3, 2, 23, 0, tzinfo=UTC)
+    while moment < datetime(2026, 3, 6, 0, 30, tzinfo=UTC):
+        moment += timedelta(minutes=1 if moment.minute >= 55 else 10)
+        clock.set(max(moment, clock.now()))
+        await sweeper.sweep()
+    sent_days = {(row.learner_id, row.local_date) for row in push_rows(engine) if row.status == PushStatus.SENT}
+    for user in users:
+        learner_id = engine.learner("telegram", user).id
+        assert {day for who, day in sent_days if who == learner_id} == {date(2026, 3, d) for d in (2, 3, 4, 5)}, user
+    assert sorted(transport.users) == sorted(users * 4)
+
+
+async def test_a_settings_change_after_a_late_push_keeps_that_day(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 23, 59, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    transport = SlowTransport(clock, delay=timedelta(seconds=90))  # the send ends at 00:00:30 on 3 March
+    learner_id = await add_learner(engine, "late", "UTC", "23:59")
+    await sweeper_for(engine, transport).sweep()
+    assert transport.users == ["late"]
+    await engine.update_settings(learner_id, "time", "08:00")  # on 3 March, nothing pushed for it yet
+    assert engine.get_learner(learner_id).next_push_at == datetime(2026, 3, 3, 8, 0, tzinfo=UTC)
+
+
+async def test_a_platform_split_replica_leaves_the_other_platforms_learners(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    telegram, discord = SlowTransport(clock), SlowTransport(clock, platform="discord")
+    for i in range(6):
+        await add_learner(engine, f"t{i}")
+        learner = engine.learner("discord", f"d{i}", chat_id=f"d{i}")
+        await engine.update_settings(learner.id, "time", "09:00")
+    only_telegram = ReminderSweeper(engine, {"telegram": telegram}, rates={"telegram": 10_000.0})
+    only_discord = ReminderSweeper(make_engine_for(db, small_deck, clock), {"discord": discord}, rates={"discord": 10_000.0})
+    await only_telegram.sweep()
+    await only_discord.sweep()
+    assert sorted(telegram.users) == [f"t{i}" for i in range(6)]
+    assert sorted(discord.users) == [f"d{i}" for i in range(6)]
+
+
+async def test_a_snooze_is_not_overtaken_by_a_concurrent_sweep(db, small_deck) -> None:
+    """Sweep B is held on a slow send while the learner behind it in B's page is pushed
+    and snoozes; B must not push that learner again before the snooze is over."""
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    slow, quick = SlowTransport(clock), SlowTransport(clock)
+    first = await add_learner(engine, "first")
+    second = await add_learner(engine, "second")
+    slow.hold["first"] = asyncio.Event()
+    b = ReminderSweeper(engine, {"telegram": slow}, batch_size=2, rates={"telegram": 10_000.0})
+    a = ReminderSweeper(make_engine_for(db, small_deck, clock), {"telegram": quick}, rates={"telegram": 10_000.0})
+    held = asyncio.create_task(b.sweep())
+    await slow.holding.wait()
+    await a.sweep()
+    # Whoever pushed "second" (A, or B later), the learner snoozes for an hour right now.
+    await engine.act(second, Action(Verb.SNOOZE, arg="1").encode())
+    slow.hold["first"].set()
+    await held
+    pushes = lambda: (slow.users + quick.users).count("second")
+    assert pushes() <= 1
+    before = pushes()
+    clock.advance(minutes=30)
+    await a.sweep()
+    await b.sweep()
+    assert pushes() == before  # still snoozed
+    clock.advance(minutes=31)
+    await a.sweep()
+    await b.sweep()
+    assert pushes() == before + 1  # the snoozed push, once
+    assert (slow.users + quick.users).count("first") == 1
+    assert first != second
+
+
+async def test_crash_after_delivery_before_the_record_pushes_once_more(db, small_deck) -> None:
+    """The one window of a duplicate (README "Running many replicas"): the platform accepted
+    the push and the process died before recording it. After the lease it is pushed again, once."""
+    clock = FixedClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    transport = RecordingTransport()
+    await add_learner(engine, "ada")
+    sweeper = sweeper_for(engine, transport)
+
+    def killed(*_args) -> None:
+        raise asyncio.CancelledError  # the process dies as the record starts
+
+    sweeper.record = killed  # type: ignore[method-assign]
+    with pytest.raises(asyncio.CancelledError):
+        await sweeper.sweep()
+    assert transport.users == ["ada"]
+    restarted = sweeper_for(make_engine_for(db, small_deck, clock), transport)
+    clock.advance(minutes=4)
+    await restarted.sweep()
+    assert transport.users == ["ada"]  # within the lease: nobody touches the claim
+    clock.advance(minutes=1, seconds=1)
+    await restarted.sweep()
+    await restarted.sweep()
+    assert transport.users == ["ada", "ada"]  # the duplicate: at least once, not exactly once
+    [row] = push_rows(engine)
+    assert (row.status, row.attempts) == (PushStatus.SENT, 2)
+    clock.advance(hours=3)
+    await restarted.sweep()
+    assert transport.users == ["ada", "ada"]
+
+
+async def test_a_failing_record_is_retried_before_the_lease_runs_out(db, small_deck, monkeypatch) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    transport = RecordingTransport()
+    await add_learner(engine, "ada")
+    sweeper = sweeper_for(engine, transport)
+    monkeypatch.setattr("bot.reminders.RECORD_RETRY_SECONDS", (0.0, 0.0, 0.0))
+    real_record, failures = sweeper.record, [2]
+
+    def flaky(*args) -> None:
+        if failures[0]:
+            failures[0] -= 1
+            raise OSError("database unreachable")
+        real_record(*args)
+
+    sweeper.record = flaky  # type: ignore[method-assign]
+    report = await sweeper.sweep()
+    assert report.sent == 1 and report.errors == 0
+    [row] = push_rows(engine)
+    assert row.status == PushStatus.SENT
+    clock.advance(minutes=10)
+    await sweeper.sweep()
+    assert transport.users == ["ada"]
+
+
+async def test_shared_pace_gives_replicas_disjoint_slots_at_the_platform_rate(db) -> None:
+    wall = [1000.0]
+    replicas = [SharedPace(db, {"telegram": 25.0}, wall=lambda: wall[0]) for _ in range(3)]
+    starts = []
+    for replica in replicas * 2:
+        starts.append(replica.reserve("telegram", 50))  # two seconds of sends each
+    assert starts == [1000.0 + 2.0 * i for i in range(6)]  # back to back, never overlapping
+    wall[0] = 2000.0  # idle for a while: the next reservation starts now, not in the past
+    assert replicas[1].reserve("telegram", 1) == 2000.0
+
+
+async def test_learners_who_cannot_be_pushed_have_no_push_moment(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    transport = RecordingTransport(blocked={"gone"})
+    paused = await add_learner(engine, "paused")
+    gone = await add_learner(engine, "gone")
+    terminal = engine.learner("terminal", "ada").id
+    await engine.update_settings(paused, "pause", "")
+    await sweeper_for(engine, transport).sweep()
+    moments = {i: engine.get_learner(i).next_push_at for i in (paused, gone, terminal)}
+    assert moments == {paused: None, gone: None, terminal: None}  # never in the due range
+    await engine.update_settings(paused, "resume", "")
+    assert engine.set_active(gone, True)  # wrote to the bot again
+    # Back in the schedule: today's push is still owed to the paused learner; the blocked one's
+    # day is settled (its push log says blocked), so the sweep moves them to tomorrow.
+    assert engine.get_learner(paused).next_push_at == engine.get_learner(gone).next_push_at == datetime(2026, 3, 2, 9, tzinfo=UTC)
+    await sweeper_for(engine, transport).sweep()
+    assert transport.users == ["paused"]
+    assert engine.get_learner(gone).next_push_at == datetime(2026, 3, 3, 9, tzinfo=UTC)
+
+
+async def test_the_sweep_prunes_old_push_log_rows(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    learner_id = await add_learner(engine, "ada")
+    with Session(engine.db) as session:
+        for age in (36, 40, 300, 35, 1):
+            day = date(2026, 3, 2) - timedelta(days=age)
+            session.add(PushLog(learner_id=learner_id, local_date=day, claimed_at=clock.now(), status=PushStatus.SENT))
+        session.commit()
+    report = await sweeper_for(engine, RecordingTransport()).sweep()
+    assert report.pruned == 3
+    assert [row.local_date for row in push_rows(engine)] == [date(2026, 1, 26), date(2026, 3, 1), date(2026, 3, 2)]
+
+
+async def test_a_bookkeeping_error_for_one_learner_does_not_stop_the_sweep(db, small_deck, monkeypatch) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    ids = [await add_learner(engine, f"u{i}") for i in range(5)]
+    real = engine.push_replies
+
+    async def broken_for_one(learner_id: int) -> list[Reply]:
+        if learner_id == ids[2]:
+            raise RuntimeError("a bug outside transport.push")
+        return await real(learner_id)
+
+    monkeypatch.setattr(engine, "push_replies", broken_for_one)
+    transport = RecordingTransport()
+    report = await sweeper_for(engine, transport).sweep()
+    assert sorted(transport.users) == ["u0", "u1", "u3", "u4"] and report.errors == 1
+    monkeypatch.setattr(engine, "push_replies", real)
+    clock.advance(seconds=CLAIM_LEASE.total_seconds() + 1)
+    await sweeper_for(engine, transport).sweep()
+    assert sorted(transport.users) == ["u0", "u1", "u2", "u3", "u4"]  # retried after the lease
+
+
+async def test_telegram_learners_do_not_wait_behind_discord_pacing(db, small_deck) -> None:
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    log: list[str] = []
+
+    class Logged(RecordingTransport):
+        async def push(self, learner: Learner, replies: list[Reply]) -> PushOutcome:
+            log.append(learner.platform_user_id)
+            return await super().push(learner, replies)
+
+    for i in range(3):  # the Discord learners come first in the due order
+        learner = engine.learner("discord", f"d{i}", chat_id=f"d{i}")
+        await engine.update_settings(learner.id, "time", "09:00")
+    for i in range(3):
+        await add_learner(engine, f"t{i}")
+    telegram, discord = Logged(), Logged()
+    discord.platform = "discord"
+    # Discord at 4 sends a second: its third send is half a second after its first.
+    sweeper = ReminderSweeper(engine, {"discord": discord, "telegram": telegram}, rates={"telegram": 10_000.0, "discord": 4.0})
+    await sweeper.sweep()
+    assert sorted(log) == ["d0", "d1", "d2", "t0", "t1", "t2"]
+    assert log.index("t2") < log.index("d2")  # Telegram's sends never queued behind Discord's pace

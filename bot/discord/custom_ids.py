@@ -26,8 +26,8 @@ MAX_LENGTH = 100
 #: The custom id of the text input inside the answer form.
 ANSWER_INPUT = "answer"
 
-_OWNER = re.compile(r"^[0-9]{1,20}$")
-_CARD_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,15}$")
+_OWNER = re.compile(r"[0-9]{1,20}")
+_CARD_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,15}")
 
 
 class BadCustomId(ValueError):
@@ -58,7 +58,7 @@ class AnswerFormId:
     card_id: str
 
     def encode(self) -> str:
-        if not _CARD_ID.match(self.card_id):
+        if not _CARD_ID.fullmatch(self.card_id):
             raise ValueError(f"not a card id: {self.card_id!r}")
         return _checked(f"{FORM_PREFIX}:{self.owner}:{self.card_id}")
 
@@ -88,14 +88,14 @@ def parse(custom_id: object) -> ButtonId | AnswerFormId:
             raise BadCustomId(str(error)) from None
         return ButtonId(action, owner)
     if prefix == FORM_PREFIX:
-        if not _CARD_ID.match(payload):
+        if not _CARD_ID.fullmatch(payload):
             raise BadCustomId("the form names no trap")
         return AnswerFormId(_owner(owner_text), payload)
     raise BadCustomId("not one of trapbot's custom ids")
 
 
 def _owner(text: str) -> int:
-    if not _OWNER.match(text):
+    if not _OWNER.fullmatch(text):
         raise BadCustomId("the owner is not a Discord user id")
     return int(text)
 

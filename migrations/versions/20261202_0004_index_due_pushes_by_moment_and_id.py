@@ -7,10 +7,7 @@ Create Date: 2026-12-02 11:42:09.877208
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-
 from alembic import op
-
 
 revision = '0004'
 down_revision = '0003'

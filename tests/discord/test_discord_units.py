@@ -67,6 +67,10 @@ def test_custom_ids_round_trip_and_fit_discord() -> None:
         "trapbot:1001:t0:next:-:-",  # an older version's data
         "trapbot:1001:t1:launch:-:-",  # an unknown verb
         "trapbot:1001:t1:rate:x:3",  # review id not a number
+        "trapbot:1001:t1:ovr:²:12",  # a Unicode digit: isdigit() says yes, int() raises
+        "trapbot:¹⁰⁰¹:t1:next:-:-",
+        "trapbot:1001\n:t1:next:-:-",
+        "trapbot-answer:1001:rl-08\n",
         "trapbot:" + "1" * 21 + ":t1:next:-:-",  # owner longer than a snowflake
         "trapbot-answer:1001:",  # no trap
         "trapbot-answer:1001:RL 08",

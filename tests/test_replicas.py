@@ -1,0 +1,184 @@
+"""Correctness across replicas beyond pushes: learner locks and recovery of pending answers."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import io
+
+import pytest
+from sqlmodel import Session, select
+
+from bot.app import recover_pending
+from bot.clock import FixedClock
+from bot.engine import QuizEngine
+from bot.locks import LearnerLocks
+from bot.models import Learner, Review, ReviewStatus
+from bot.replies import Reply
+from bot.terminal import TerminalChat
+from bot.transport import PushOutcome
+from grader.selfgrade import SelfGrader
+
+
+def pending_answer(engine: QuizEngine, learner: Learner) -> int:
+    with Session(engine.db) as session:
+        review = Review(learner_id=learner.id, card_id="rl-91", answer="the proxy is exploited", created_at=engine.clock.now())
+        session.add(review)
+        session.commit()
+        return review.id  # type: ignore[return-value]
+
+
+def status_of(engine: QuizEngine, review_id: int) -> str:
+    with Session(engine.db) as session:
+        return session.exec(select(Review.status).where(Review.id == review_id)).one()
+
+
+async def test_unused_learner_locks_are_freed(db) -> None:
+    locks = LearnerLocks(db)
+    for learner_id in range(1000):
+        async with locks[learner_id]:
+            pass
+    gc.collect()
+    assert len(locks) == 0
+    order = []
+
+    async def hold(tag: str) -> None:
+        async with locks[7]:
+            order.append(f"{tag} in")
+            await asyncio.sleep(0.01)
+            order.append(f"{tag} out")
+
+    await asyncio.gather(hold("a"), hold("b"))
+    assert order == ["a in", "a out", "b in", "b out"]  # still mutual exclusion while in use
+    locks.dispose()
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+async def test_two_replicas_never_hold_one_learner_at_once(db) -> None:
+    """Two engines stand for two processes: their in-process locks are separate, so only the
+    PostgreSQL advisory lock keeps them apart."""
+    one, two = LearnerLocks(db), LearnerLocks(db)
+    inside = asyncio.Event()
+    release = asyncio.Event()
+    order = []
+
+    async def first() -> None:
+        async with one[42]:
+            order.append("one in")
+            inside.set()
+            await release.wait()
+            order.append("one out")
+
+    async def second() -> None:
+        await inside.wait()
+        async with two[42]:
+            order.append("two in")
+        async with two[43]:  # another learner is not held up
+            order.append("two other")
+
+    task_one, task_two = asyncio.create_task(first()), asyncio.create_task(second())
+    await inside.wait()
+    await asyncio.sleep(0.2)
+    assert order == ["one in"]  # replica two waits
+    release.set()
+    await asyncio.gather(task_one, task_two)
+    assert order == ["one in", "one out", "two in", "two other"]
+    one.dispose()
+    two.dispose()
+
+
+class Platform:
+    def __init__(self, platform: str):
+        self.platform = platform
+        self.pushed: list[tuple[str, list[Reply]]] = []
+
+    async def push(self, learner: Learner, replies: list[Reply]) -> PushOutcome:
+        self.pushed.append((learner.platform_user_id, replies))
+        return PushOutcome.SENT
+
+
+async def test_recovery_delivers_through_the_platform_that_took_the_answer(db, small_deck, clock: FixedClock) -> None:
+    engine = QuizEngine(db, small_deck, SelfGrader(), clock, interactive=False)
+    telegram_review = pending_answer(engine, engine.learner("telegram", "tg"))
+    discord_review = pending_answer(engine, engine.learner("discord", "dc"))
+    terminal = engine.learner("terminal", "ada")
+    terminal_review = pending_answer(engine, terminal)
+
+    # The terminal chat recovers its own learner's answer and nobody else's.
+    out = io.StringIO()
+    await TerminalChat(engine, io.StringIO("/quit\n"), out, user="ada").run()
+    assert "graded after a restart" in out.getvalue()
+    assert status_of(engine, terminal_review) != ReviewStatus.PENDING
+    assert status_of(engine, telegram_review) == status_of(engine, discord_review) == ReviewStatus.PENDING
+
+    # A Telegram-only replica recovers the Telegram answer and delivers it on Telegram.
+    telegram = Platform("telegram")
+    await recover_pending(engine, {"telegram": telegram})
+    assert [user for user, _ in telegram.pushed] == ["tg"]
+    assert "graded after a restart" in telegram.pushed[0][1][0].text
+    assert status_of(engine, telegram_review) != ReviewStatus.PENDING
+    assert status_of(engine, discord_review) == ReviewStatus.PENDING  # left to the Discord process
+
+
+async def test_recovery_skips_an_answer_another_replica_already_took(db, small_deck, clock: FixedClock) -> None:
+    engine = QuizEngine(db, small_deck, SelfGrader(), clock, interactive=False)
+    review_id = pending_answer(engine, engine.learner("telegram", "tg"))
+    other = QuizEngine(db, small_deck, SelfGrader(), clock, interactive=False)
+    first, second = await asyncio.gather(
+        engine.recover_pending(platforms=("telegram",)), other.recover_pending(platforms=("telegram",))
+    )
+    assert len(first) + len(second) == 1
+    assert status_of(engine, review_id) != ReviewStatus.PENDING
+
+
+class HangingJudge:
+    """A judge that never answers, like an unreachable LLM endpoint."""
+
+    name = "hanging"
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+
+    async def assess(self, card, answer: str, *, interactive: bool):
+        self.started.set()
+        await asyncio.Event().wait()
+
+
+async def test_serve_does_not_wait_for_recovery(tmp_path, small_deck, monkeypatch) -> None:
+    """A dead judge used to hold up start by pending answers x timeout: recovery now runs in
+    the background while the platforms and the sweep are already serving."""
+    import bot.app
+    import bot.reminders
+    from bot.clock import SystemClock
+    from bot.config import Settings
+    from bot.db import make_engine, migrate
+
+    url = f"sqlite:///{tmp_path / 'serve.db'}"
+    migrate(url)
+    judge = HangingJudge()
+    engine = QuizEngine(make_engine(url), small_deck, judge, SystemClock(), interactive=False)
+    pending_answer(engine, engine.learner("telegram", "tg"))
+
+    class Serving(Platform):
+        async def start(self) -> None: ...
+
+        async def stop(self) -> None: ...
+
+    sweeping = asyncio.Event()
+
+    class Reminders:
+        async def stop(self) -> None: ...
+
+    async def start_reminders(settings, engine, transports):
+        sweeping.set()
+        return Reminders()
+
+    monkeypatch.setattr(bot.app, "build_engine", lambda settings: engine)
+    monkeypatch.setattr(bot.app, "build_transports", lambda settings, engine: [Serving("telegram")])
+    monkeypatch.setattr(bot.reminders, "start_reminders", start_reminders)
+    stop = asyncio.Event()
+    serving = asyncio.create_task(bot.app.serve(Settings(database_url=url, trapbot_plots=False), stop))
+    await asyncio.wait_for(sweeping.wait(), 30)
+    await asyncio.wait_for(judge.started.wait(), 30)  # the recovery is grading, in the background
+    stop.set()
+    await asyncio.wait_for(serving, 30)
