@@ -818,6 +818,7 @@ POINT_FEATURES = (
     "trap_lean_of_best",  # in the unit most like the point: misconception similarity - support
     "stance",  # the answer's lean to the trap (+) or the key (-)
     "asserts_any",  # some unit asserts a misconception (the rules' reading)
+    "opposed_any",  # best opposite-sign similarity of a claim to the point
 )
 MISCONCEPTION_FEATURES = (
     "misc_any",  # best same-sign similarity of a unit to the misconception
@@ -841,6 +842,7 @@ class Evidence:
     listed: np.ndarray  # (units,) not flagged as instructions
     point_hits: np.ndarray  # (units, points) +1 / -1 / 0
     misc_hits: np.ndarray  # (units, misconceptions)
+    stated: np.ndarray  # (units,) a claim or a short list, flagged or not: what can assert
     point_cover: np.ndarray  # (units, points) stem cover of the best accepted phrasing
     misc_cover: np.ndarray  # (units, misconceptions)
 
@@ -874,13 +876,19 @@ def evidence(card: Card, index: CardIndex, analysis: Analysis, params: OfflinePa
         dtype=bool,
     )
     usable = np.asarray([u.claim for u in units], dtype=bool) & listed
-    point_hits, misc_hits = lexical_hits(index, units, listed, params)
+    # A misconception is asserted wherever it is said: an instruction to the grader beside the
+    # trap does not take the trap back.
+    stated = np.asarray(
+        [u.claim or list_items(u.span.text) <= params.list_items for u in units], dtype=bool
+    )
+    point_hits, _ = lexical_hits(index, units, listed, params)
+    _, misc_hits = lexical_hits(index, units, stated, params)
     point_cover = np.asarray(
         [[_stem_cover(u.tokens, phrases) if listed[i] else 0.0 for phrases in index.accepts] for i, u in enumerate(units)],
         dtype=float,
     ).reshape(len(units), len(index.accepts))
     misc_cover = np.asarray(
-        [[_stem_cover(u.tokens, phrases) if listed[i] else 0.0 for phrases in index.asserts] for i, u in enumerate(units)],
+        [[_stem_cover(u.tokens, phrases) if stated[i] else 0.0 for phrases in index.asserts] for i, u in enumerate(units)],
         dtype=float,
     ).reshape(len(units), len(index.asserts))
     return Evidence(
@@ -891,6 +899,7 @@ def evidence(card: Card, index: CardIndex, analysis: Analysis, params: OfflinePa
         listed=listed,
         point_hits=point_hits,
         misc_hits=misc_hits,
+        stated=stated,
         point_cover=point_cover,
         misc_cover=misc_cover,
     )
@@ -938,14 +947,15 @@ def features(
             trap_lean,
             analysis.stance,
             asserts_any,
+            _masked_max(ev.opposed[:, k], ev.usable) if n_units else -1.0,
         )
     key_cover = float(points[:, 0].mean()) if n_points else 0.0
     misconceptions = np.zeros((n_misc, len(MISCONCEPTION_FEATURES)))
     for m in range(n_misc):
         column = ev.misc[:, m] if n_units else np.zeros(0)
         misconceptions[m] = (
-            _masked_max(column, ev.listed),
-            _masked_max(column - best_point, ev.listed) if n_units else -2.0,
+            _masked_max(column, ev.stated),
+            _masked_max(column - best_point, ev.stated) if n_units else -2.0,
             float((ev.misc_hits[:, m] == 1).any()) if n_units else 0.0,
             float((ev.misc_hits[:, m] == -1).any()) if n_units else 0.0,
             float(ev.misc_cover[:, m].max()) if n_units else 0.0,
@@ -1141,10 +1151,11 @@ def _quote_rows(ev: Evidence, units: Sequence[Unit], column: int, *, misc: bool 
     similar one of at least three words."""
     hits = (ev.misc_hits if misc else ev.point_hits)[:, column]
     sims = (ev.misc if misc else ev.support)[:, column]
-    said = [row for row in np.flatnonzero((hits == 1) & ev.listed)]
+    mask = ev.stated if misc else ev.listed
+    said = [row for row in np.flatnonzero((hits == 1) & mask)]
     if said:
         return min(said, key=lambda row: len(units[row].span.text))
-    long_enough = np.asarray([word_count(u.span.text) >= 3 for u in units], dtype=bool) & ev.listed
+    long_enough = np.asarray([word_count(u.span.text) >= 3 for u in units], dtype=bool) & mask
     if not long_enough.any():
         return None
     return int(np.where(long_enough, sims, -2.0).argmax())
@@ -1184,7 +1195,7 @@ def decide_learnt(
     misconceptions = []
     for m, verdict in enumerate(learnt.misconceptions):
         if verdict.asserted and units and not (ev.misc_hits[:, m] == 1).any():
-            row = int(np.where(ev.listed, ev.misc[:, m], -2.0).argmax())
+            row = int(np.where(ev.stated, ev.misc[:, m], -2.0).argmax())
             if (ev.misc_hits[:, m] == -1).any() or units[row].lexicon.polarity != polarity(
                 card.misconceptions[m].text
             ):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import pickle
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -136,7 +137,7 @@ def objective(labels: Sequence[int], predicted: Sequence[int]) -> float:
 CUT_GRID = [
     (present, partial, asserted)
     for present, partial, asserted in itertools.product(
-        (0.35, 0.45, 0.55, 0.65), (0.35, 0.45, 0.55, 0.65), (0.5, 0.6, 0.7, 0.8)
+        (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.45), (0.15, 0.25, 0.35, 0.45, 0.55), (0.5, 0.6, 0.7, 0.8, 0.9)
     )
 ]
 
@@ -163,8 +164,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--set", type=Path, default=DEFAULT_SET)
     parser.add_argument("--out", type=Path, default=MODEL_PATH)
+    parser.add_argument("--rows-cache", type=Path, help="keep the features here between runs")
     args = parser.parse_args(argv)
-    rows = read_rows(args.set)
+    if args.rows_cache and args.rows_cache.exists():
+        rows = pickle.loads(args.rows_cache.read_bytes())
+    else:
+        rows = read_rows(args.set)
+        if args.rows_cache:
+            args.rows_cache.write_bytes(pickle.dumps(rows))
     print(f"{len(rows)} tuning answers on {len({r.card_id for r in rows})} cards", file=sys.stderr)
     best: tuple[float, tuple[float, float, float], float] | None = None
     for c in (0.1, 0.3, 1.0):
