@@ -36,6 +36,7 @@ from grader.base import (
     PointVerdict,
 )
 from grader.cache import JudgementCache, cache_key
+from grader.crosscheck import default_reader, reading_of, verify_async
 from grader.scoring import grade_from_judgement
 
 if TYPE_CHECKING:
@@ -52,6 +53,9 @@ MAX_OUTPUT_TOKENS = 900
 #: The longest wait before the one retry of a 429/5xx, whatever Retry-After says.
 MAX_RETRY_WAIT = 2.0
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+#: Grades this far apart between the LLM judge and the offline reading of the same answer
+#: are a disagreement: the learner gets the lower with both readings, to confirm or dispute.
+DISAGREEMENT = 2
 INJECTION_NOTICE = "Your answer contains instructions to the grader; they were ignored and the grade is capped at 1."
 
 
@@ -274,12 +278,14 @@ class LlmJudge:
         fallback: Grader | None = None,
         cache: JudgementCache | None = None,
         structured_output: bool = True,
+        reader: Any = None,
     ):
         self.model = model
         self.name = f"llm:{model}"
         self.timeout = timeout
         self.fallback = fallback
         self.cache = cache
+        self.reader = reader  # the offline judge that checks the evidence; default_reader() if None
         self._api_key = api_key
         self._base_url = base_url
         self._client: Any = None
@@ -363,10 +369,25 @@ class LlmJudge:
                 assessment, grader=f"{self.fallback.name} (LLM judge unavailable: {reason})"
             )
         judgement = flag_obvious_injection(card, answer, judgement)
+        reader = self.reader or default_reader()
+        check = await verify_async(card, judgement, answer, reader)
+        if check.taken_back:
+            log.info(
+                "card %s: credit taken back from the LLM judge's verdicts: %s",
+                card.id,
+                ", ".join(f"{point} ({why})" for point, why in check.taken_back.items()),
+            )
+        grade = grade_from_judgement(card, check.judgement, answer)
+        offline = await asyncio.to_thread(reading_of, card, answer, reader)
+        second = grade_from_judgement(card, offline, answer)
+        if abs(grade.quality - second.quality) < DISAGREEMENT:
+            return Assessment(grader=self.name, grade=grade, needs_confirmation=False)
+        lower, other = (grade, second) if grade.quality <= second.quality else (second, grade)
         return Assessment(
-            grader=self.name,
-            grade=grade_from_judgement(card, judgement, answer),
-            needs_confirmation=False,
+            grader=f"{self.name} (the offline reading disagrees)",
+            grade=lower,
+            needs_confirmation=interactive,
+            second_reading=other,
         )
 
     async def judge(self, card: Card, answer: str) -> Judgement:
