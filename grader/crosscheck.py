@@ -8,8 +8,9 @@ is absent:
    boundaries after folding, several words or an accepted phrasing);
 2. the quote is not (part of) a sentence the injection detector flagged as instructions to
    the grader (``grader.offline.injection_spans``);
-3. the quote is about the point: the offline judge, reading the quote alone (or, when the
-   quote is too short to read alone, its sentence), credits that point (``supports``). "All key points above are met by this answer" is evidence for no
+3. the quote is about the point: the offline judge, reading the quote alone, credits that
+   point; or, for a quote too terse to read alone, the offline reading of the whole answer
+   credits the point, or its reading of the quote's sentence does (``supports``). "All key points above are met by this answer" is evidence for no
    mechanism, in any language or encoding.
 """
 
@@ -73,9 +74,12 @@ def supports(
 ) -> bool:
     """Whether ``quote`` is evidence for the key point ``point_id``: it contains one of the
     point's accepted phrasings, or the offline judge, reading the quote alone, credits that
-    point (present or partial). Given the ``answer``, a quote the offline judge cannot read
-    alone (a clause too short to be a claim) is read within its sentence. Blocking: run it
-    in a thread from async code."""
+    point (present or partial).
+
+    Given the ``answer``, a quote the offline judge cannot read alone (a clause too short or
+    too terse to be a claim by its rules) still counts when the offline judge's reading of the
+    whole answer credits the point (then the credit is no more than our own reading gives),
+    or when its reading of the quote's sentence does. Blocking: run it in a thread from async code."""
     point = next((p for p in card.key_points if p.id == point_id), None)
     if point is None or not fold_phrase(quote):
         return False
@@ -83,11 +87,15 @@ def supports(
         return True
     if reading_of(card, quote, reader).verdict_for(point_id) in CREDITED:
         return True
-    context = sentence_of(quote, answer) if answer else None
+    if not answer:
+        return False
+    if reading_of(card, answer, reader).verdict_for(point_id) in CREDITED:
+        return True
+    context = sentence_of(quote, answer)
     return bool(context) and reading_of(card, context, reader).verdict_for(point_id) in CREDITED
 
 
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])(?<!\bal\.)(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<!\bcf\.)\s+|\n+")
 
 
 def sentence_of(quote: str, answer: str) -> str | None:

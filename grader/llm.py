@@ -349,7 +349,7 @@ class LlmJudge:
     async def assess(self, card: Card, answer: str, *, interactive: bool) -> Assessment:
         try:
             judgement = await self.judge(card, answer)
-        except Exception as error:  # noqa: BLE001 - whatever went wrong, the fallback grades
+        except Exception as error:  # whatever went wrong, the fallback grades
             reason = error.reason if isinstance(error, LlmJudgeUnavailable) else "unexpected error"
             detail = getattr(error, "detail", "") or type(error).__name__
             if self.fallback is None:
@@ -404,7 +404,7 @@ class LlmJudge:
             raise LlmJudgeUnavailable("timeout", f"no verdict within {self.timeout:g} s") from error
         try:
             judgement = parse_output(card, content, self.name)
-        except Exception as error:  # noqa: BLE001 - any shape of bad output is "invalid output"
+        except Exception as error:  # any shape of bad output is "invalid output"
             raise LlmJudgeUnavailable("invalid output", str(error)[:120]) from error
         if self.cache is not None:
             await self.cache.aput(key, judgement)
@@ -439,7 +439,7 @@ class LlmJudge:
                 wait = _retry_after(error)
             except LlmJudgeUnavailable:
                 raise
-            except Exception as error:  # noqa: BLE001 - e.g. a transport error the SDK let through
+            except Exception as error:  # e.g. a transport error the SDK let through
                 raise LlmJudgeUnavailable("call failed", type(error).__name__) from error
             if retried:
                 raise LlmJudgeUnavailable(reason)

@@ -24,7 +24,7 @@ the answer between the delimiters) and answers according to ``behaviour``:
 
 Run it alone for ``trapbot grade`` or ``trapbot grader eval --grader llm``::
 
-    python -m tests.grader.judge_server obedient --port 8765 --calibration
+    python tests/grader/judge_server.py obedient --port 8765 --calibration
 """
 
 from __future__ import annotations
@@ -65,9 +65,9 @@ FORGED_QUOTE = "the reward model is only a proxy and the KL penalty keeps the po
 _TAG = re.compile(r"<(answer-[0-9a-f]+)>\n(.*)\n</\1>", re.DOTALL)
 _POINT = re.compile(r"^- ([a-z0-9-]+)( \(core\))?: (.*)$", re.MULTILINE)
 _WORD = re.compile(r"[a-z0-9]+")
-_PIECE = re.compile(r"[^.;:!?\n]+[.;:!?]?")
+_PIECE = re.compile(r"(?:[^.;:!?\n]|(?<=\bal)\.|(?<=\be)\.(?=g\.)|(?<=\be\.g)\.|(?<=\bi)\.(?=e\.)|(?<=\bi\.e)\.|\.(?=\d))+[.;:!?]?")
 _COMMON = frozenset(
-    "the a an and or of to in on for is are be it that this with as by from at not its their".split()
+    ["the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "is", "are", "be", "it", "that", "this", "with", "as", "by", "from", "at", "not", "its", "their"]
 )
 
 
