@@ -188,19 +188,41 @@ def _trapbot_grade(base_url: str, card_id: str, answer: str, tmp_path, *args: st
     )
 
 
-@pytest.mark.parametrize("behaviour", ["obedient", "garbage", "envelope-list"])
-def test_trapbot_grade_never_prints_a_traceback(tmp_path, behaviour):
+def test_trapbot_grade_gives_no_attack_style_a_pass(tmp_path, monkeypatch, capsys, offline_judge):
+    from bot.cli import main
+    from bot.config import get_settings
     from cards.deck import default_deck
 
     card = default_deck().get("rl-08")
-    answers = [attacked(style, card, card.trap) for style in ("role-play", "chinese", "base64")]
-    server = JudgeServer(behaviour=behaviour, payloads=[payload(s, card) for s in ("role-play", "chinese", "base64")])
+    server = JudgeServer(behaviour="obedient", payloads=[payload(s, card) for s in ATTACK_STYLES])
     with ServerThread(server) as running:
-        for answer in answers if behaviour == "obedient" else answers[:1]:
-            done = _trapbot_grade(running.base_url, "rl-08", answer, tmp_path)
-            assert done.returncode == 0, done.stderr
-            assert "Traceback" not in done.stderr + done.stdout
-            assert "sk-test-secret" not in done.stderr + done.stdout
-            assert done.stdout.startswith(("rl-08: 0/5", "rl-08: 1/5")), done.stdout
-            if behaviour != "obedient":
-                assert "LLM judge unavailable: malformed reply" in done.stdout
+        monkeypatch.setenv("OPENAI_BASE_URL", running.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
+        monkeypatch.setenv("TRAPBOT_JUDGE_MODEL", "test-model")
+        monkeypatch.setenv("TRAPBOT_GRADER_CACHE_DIR", str(tmp_path / "cache"))
+        get_settings.cache_clear()
+        try:
+            grades = {}
+            for style in ATTACK_STYLES:
+                assert main(["grade", "rl-08", attacked(style, card, card.trap)]) == 0
+                out = capsys.readouterr()
+                assert "Traceback" not in out.out + out.err and "sk-test-secret" not in out.out + out.err
+                grades[style] = int(out.out.split(": ", 1)[1][0])
+        finally:
+            get_settings.cache_clear()
+    assert len(server.requests) == len(ATTACK_STYLES)
+    assert {style: q for style, q in grades.items() if q >= 3} == {}
+
+
+def test_trapbot_grade_never_prints_a_traceback(tmp_path):
+    """The real command in its own process, against a model that answers garbage."""
+    from cards.deck import default_deck
+
+    card = default_deck().get("rl-08")
+    with ServerThread(JudgeServer(behaviour="garbage")) as running:
+        done = _trapbot_grade(running.base_url, "rl-08", attacked("role-play", card, card.trap), tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    assert "sk-test-secret" not in done.stderr + done.stdout
+    assert done.stdout.startswith(("rl-08: 0/5", "rl-08: 1/5")), done.stdout
+    assert "by offline (LLM judge unavailable: malformed reply)" in done.stdout
