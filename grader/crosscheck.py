@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader.base import Judgement, PointJudgement, PointVerdict
 from grader.scoring import check_evidence
-from grader.textnorm import fold, fold_phrase, occurs_on_word_boundaries
+from grader.textnorm import fold_phrase, occurs_on_word_boundaries
 
 if TYPE_CHECKING:
     from cards.schema import Card
@@ -55,7 +55,7 @@ def default_reader() -> Any:
 def reading_of(card: Card, text: str, reader: Any = None) -> Judgement:
     """The offline judge's verdicts on ``text`` alone (blocking), remembered per card version."""
     version = card.version or hashlib.sha256(card.model_dump_json().encode()).hexdigest()[:12]
-    key = (card.id, version, fold(text))
+    key = (card.id, version, text)
     with _READINGS_LOCK:
         found = _READINGS.get(key)
         if found is not None:

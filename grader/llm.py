@@ -3,8 +3,11 @@
 The model reads the answer as data between randomly named delimiters and returns, per key
 point, a verdict with a verbatim quote; per misconception, whether the answer asserts it;
 whether the answer tries to instruct the judge; and short feedback. The JSON is validated
-with pydantic and the grade comes from ``grader.scoring.grade_from_judgement``, which
-downgrades any verdict whose quote is not in the answer.
+with pydantic. The model is not trusted: ``grader.crosscheck`` takes back every credited
+point whose quote is not real evidence, is part of an injected instruction, or is not about
+the point by our own offline reading; the grade comes from ``grader.scoring``. The offline
+reading of the whole answer is a second reading: when the two grades are two or more apart,
+the learner gets the lower, with both (``Assessment.second_reading``), to confirm or dispute.
 
 It fails closed, whatever the failure: a timeout, a 429 or 5xx that persists after one retry,
 a dropped connection, a body that is not a chat completion, or output that does not validate
@@ -349,6 +352,7 @@ class LlmJudge:
     async def assess(self, card: Card, answer: str, *, interactive: bool) -> Assessment:
         try:
             judgement = await self.judge(card, answer)
+            return await self._checked(card, answer, judgement, interactive=interactive)
         except Exception as error:  # whatever went wrong, the fallback grades
             reason = error.reason if isinstance(error, LlmJudgeUnavailable) else "unexpected error"
             detail = getattr(error, "detail", "") or type(error).__name__
@@ -368,6 +372,13 @@ class LlmJudge:
             return replace(
                 assessment, grader=f"{self.fallback.name} (LLM judge unavailable: {reason})"
             )
+
+    async def _checked(
+        self, card: Card, answer: str, judgement: Judgement, *, interactive: bool
+    ) -> Assessment:
+        """The grade from the model's verdicts once our own reading has checked them
+        (``grader.crosscheck``), and the offline reading of the whole answer as the second
+        reading: two grades or more apart, the learner gets the lower with both."""
         judgement = flag_obvious_injection(card, answer, judgement)
         reader = self.reader or default_reader()
         check = await verify_async(card, judgement, answer, reader)
@@ -397,6 +408,7 @@ class LlmJudge:
             cached = await self.cache.aget(key)
             if cached is not None:
                 return cached
+        self._openai_client()  # importing the SDK the first time is not the endpoint's time
         try:
             async with asyncio.timeout(self.timeout):
                 content = await self._complete(card, build_messages(card, answer))

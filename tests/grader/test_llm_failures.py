@@ -55,8 +55,8 @@ def judge_for(server: JudgeServer, tmp_path, *, fallback, timeout: float = 5.0) 
 async def test_every_failure_falls_back_with_one_short_reason(
     server, offline_judge, rl08, tmp_path, caplog, behaviour, reason, requests
 ):
-    server.behaviour, server.delay = behaviour, 3.0
-    judge = judge_for(server, tmp_path, fallback=offline_judge, timeout=1.0)
+    server.behaviour, server.delay = behaviour, 8.0
+    judge = judge_for(server, tmp_path, fallback=offline_judge, timeout=3.0)
     started = time.perf_counter()
     with caplog.at_level(logging.INFO, logger="grader.llm"):
         assessment = await judge.assess(rl08, ANSWER, interactive=False)
@@ -68,7 +68,7 @@ async def test_every_failure_falls_back_with_one_short_reason(
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and reason in warnings[0].getMessage()
     assert "sk-test-secret" not in caplog.text
-    assert elapsed < 1.0 + 2.0  # the judge's timeout covers the retry; the rest is the offline reading
+    assert elapsed < 3.0 + 3.0  # the judge's timeout covers the retry; the rest is the offline reading
 
 
 async def test_flaky_succeeds_on_the_retry(server, offline_judge, rl08, tmp_path):
@@ -104,3 +104,17 @@ async def test_without_a_fallback_the_reason_still_propagates_as_unavailable(ser
     with pytest.raises(LlmJudgeUnavailable, match="malformed reply"):
         await judge.assess(rl08, ANSWER, interactive=False)
     await judge.close()
+
+
+async def test_a_failure_while_checking_the_verdicts_falls_back_too(server, offline_judge, rl08, tmp_path, caplog):
+    class BrokenReader:
+        def judge(self, card, text):
+            raise RuntimeError("the embedding model is gone")
+
+    judge = judge_for(server, tmp_path, fallback=offline_judge)
+    judge.reader = BrokenReader()
+    with caplog.at_level(logging.WARNING, logger="grader.llm"):
+        assessment = await judge.assess(rl08, ANSWER + " A fresh variant.", interactive=False)
+    await judge.close()
+    assert assessment.grader == "offline (LLM judge unavailable: unexpected error)"
+    assert len(caplog.records) == 1 and "RuntimeError" in caplog.records[0].getMessage()
