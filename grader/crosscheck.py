@@ -78,7 +78,7 @@ def supports(
 
     Given the ``answer``, a quote the offline judge cannot read alone (a clause too short or
     too terse to be a claim by its rules) still counts when the offline judge's reading of the
-    whole answer credits the point (then the credit is no more than our own reading gives),
+    whole answer credits the point (a point our own reading credits too),
     or when its reading of the quote's sentence does. Blocking: run it in a thread from async code."""
     point = next((p for p in card.key_points if p.id == point_id), None)
     if point is None or not fold_phrase(quote):
