@@ -1,8 +1,8 @@
 """Time every simulation cold and cached: ``python bench/sims_bench.py [--repeat 3] [--json]``.
 
 A thin wrapper around ``trapbot sims bench`` (see sims/cli.py) for running without the bot's
-CLI. Budgets: each sim <= 3 s cold (median, warm process), cached fetch <= 20 ms, warming the
-whole deck < 40 s.
+CLI. Budgets: each sim <= 3 s cold (median, in a fresh Python process from spawn to exit),
+cached fetch <= 20 ms, warming the whole deck < 40 s.
 """
 
 import sys

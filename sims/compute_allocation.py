@@ -9,47 +9,58 @@ mean (as in RLOO/GRPO, without dividing by the std so that reward scales stay me
 
 Objectives compared:
 - accuracy only: nothing says "be brief", so easy problems keep long budgets (overthinking);
-- correct - lambda * tokens with a small lambda: a price low enough to leave hard problems
-  their thousands of tokens also lets easy ones buy the last half-percent of accuracy with
-  thousands of tokens (overthinking easy problems);
-- the same with a large lambda: easy problems get short, but the hard ones need thousands of
-  tokens and at a uniform per-token price they are no longer worth trying (underthinking: the
-  accuracy on hard problems is lost). Because returns per token fall like 1/L, one price per
-  token cannot suit problems whose needs differ by orders of magnitude;
-- the length reward of Kimi k1.5 (Kimi Team 2025, arXiv 2501.12599): within the group of
-  samples for one problem, lambda_i = 0.5 - (len_i - min_len) / (max_len - min_len); a correct
-  sample gets lambda_i, a wrong one min(0, lambda_i), added (here with weight
-  ``length_reward_weight``) to the correctness reward. It is
-  relative to the problem's own group (the same push on easy and hard problems, whatever their
-  absolute lengths) and gated by correctness (a short wrong answer is never rewarded for being
-  short), so the policy learns short budgets for easy problems and long ones for hard problems
-  while keeping accuracy. L1 (Aggarwal & Welleck 2025, arXiv 2503.04697) instead puts a target
-  length in the prompt and rewards matching it.
+- correct - lambda * tokens, one flat price per token. It is partly adaptive: with a success
+  curve like p = 1 - exp(-n / d) the optimal length n*(d) = d ln(1 / (lambda d)) grows with the
+  difficulty d, but it falls off a cliff: once lambda d >= 1 no length pays for itself and
+  n* = 0, so the model gives up on hard but solvable problems. Here (a logistic curve in log
+  tokens) the same happens: a small lambda leaves easy problems thousands of tokens they do not
+  need, a large one grows the budget with d and then drops it to the minimum past a cliff,
+  where accuracy collapses;
+- a difficulty-adaptive length cost, here correct-only group-relative shaping (Arora & Zanette
+  2025, "Training language models to reason efficiently", arXiv 2502.04463): a correct sample
+  earns 1 - alpha * sigmoid((len - mean) / std), the mean and std over the correct samples of
+  its own group; a wrong one earns 0. On an easy problem every sample is correct and the shorter
+  ones win; on a hard one the only correct samples are long, so being long is not punished
+  relative to them, and a wrong answer never gains from being short. (Kimi k1.5's length reward,
+  Kimi Team 2025, arXiv 2501.12599, takes its min and max over all the group's samples, so it is
+  not correct-only in this sense.) A Lagrangian constraint on length or budget conditioning (L1,
+  Aggarwal & Welleck 2025, arXiv 2503.04697) are other adaptive routes.
 
-Plot: left, the chosen thinking budget (expected tokens) against difficulty per objective;
-right, the resulting accuracy against difficulty.
+Each policy sees the problem's difficulty through a few radial features, picks a budget, and is
+trained by REINFORCE with the group mean as baseline. Top: the chosen thinking budget (expected
+tokens) against difficulty. Bottom: the resulting accuracy against difficulty.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sims.common import PALETTE, Adam, Result, figure_png, new_figure, seeded, style_axes
+from sims.common import (
+    PALETTE,
+    Adam,
+    Result,
+    legend_below,
+    phone_figure,
+    save_png,
+    seeded,
+    style_panel,
+)
 
-TITLE = "Thinking-length rewards: uniform penalty vs group-relative"
+TITLE = "Thinking-length rewards: a flat per-token price vs a difficulty-adaptive cost"
 CAPTION = (
-    "Left: tokens the trained policy spends per difficulty. A uniform per-token penalty either "
-    "leaves easy problems long (small lambda) or gives up on hard ones (large lambda, right: "
-    "accuracy lost); the correctness-gated, group-relative length reward (Kimi k1.5) grows "
-    "the budget with difficulty."
+    "Top: tokens the trained policy spends per difficulty. A flat per-token price is partly "
+    "adaptive: the budget grows with difficulty, then falls off a cliff (large lambda) where the "
+    "model gives up on hard but solvable problems (bottom: accuracy lost); a small price leaves "
+    "easy problems long. Correct-only group-relative shaping (Arora & Zanette) keeps easy "
+    "problems short and hard ones long, at near-full accuracy."
 )
 
 #: Objective name -> label in the plot.
 OBJECTIVES = {
     "accuracy_only": "accuracy only",
-    "uniform_small": "uniform penalty, small lambda",
-    "uniform_large": "uniform penalty, large lambda",
-    "group_relative": "group-relative length reward (Kimi k1.5)",
+    "uniform_small": "flat price, small lambda",
+    "uniform_large": "flat price, large lambda",
+    "group_relative": "correct-only group-relative",
 }
 
 
@@ -69,11 +80,11 @@ class Config:
     """Penalty per 1000 tokens of the small-lambda objective."""
     lambda_large: float = 0.3
     """Penalty per 1000 tokens of the large-lambda objective."""
-    length_reward_weight: float = 0.1
-    """Weight of the Kimi length reward added to the 0/1 correctness reward."""
+    length_penalty_alpha: float = 0.2
+    """alpha of the correct-only shaping: a correct sample earns 1 - alpha sigmoid(z_len)."""
     features: int = 8
     """Radial features of the difficulty the policy sees."""
-    steps: int = 300
+    steps: int = 200
     """Policy-gradient steps."""
     problems_per_step: int = 64
     """Problems per step."""
@@ -93,17 +104,21 @@ def success_probability(log2_tokens, difficulty, config: Config):
     return torch.sigmoid(config.slope * (log2_tokens - need))
 
 
-def kimi_length_reward(tokens, correct):
-    """Kimi k1.5 length reward within each group (last dimension of ``tokens``)."""
+def correct_only_length_reward(tokens, correct, alpha: float):
+    """Arora & Zanette's reward: correct -> 1 - alpha sigmoid((len - mean) / std), wrong -> 0.
+
+    The mean and std run over the correct samples of each group (last dimension) only; with
+    fewer than two correct samples, or all of one length, a correct sample earns 1 - alpha / 2.
+    """
     import torch
 
-    shortest = tokens.min(-1, keepdim=True).values
-    longest = tokens.max(-1, keepdim=True).values
-    spread = (longest - shortest).clamp_min(1e-9)
-    lam = torch.where(
-        longest > shortest, 0.5 - (tokens - shortest) / spread, torch.zeros_like(tokens)
-    )
-    return torch.where(correct, lam, lam.clamp(max=0.0))
+    weight = correct.float()
+    count = weight.sum(-1, keepdim=True)
+    mean = (tokens * weight).sum(-1, keepdim=True) / count.clamp_min(1)
+    variance = (((tokens - mean) ** 2) * weight).sum(-1, keepdim=True) / count.clamp_min(1)
+    std = variance.sqrt()
+    z = torch.where(std > 0, (tokens - mean) / std.clamp_min(1e-9), torch.zeros_like(tokens))
+    return torch.where(correct, 1 - alpha * torch.sigmoid(z), torch.zeros_like(tokens))
 
 
 def _difficulty_features(difficulty, count: int):
@@ -125,7 +140,7 @@ def run(config: Config = Config()) -> Result:
     weights = torch.zeros(len(names), config.features, len(config.budgets), requires_grad=True)
     optimiser = Adam([([weights], config.lr)])
     penalty = torch.tensor([0.0, config.lambda_small, config.lambda_large, 0.0])[:, None, None]
-    kimi = torch.tensor([False, False, False, True])[:, None, None]
+    adaptive = torch.tensor([False, False, False, True])[:, None, None]
 
     for _ in range(config.steps):
         difficulty = torch.rand(config.problems_per_step, generator=gen)
@@ -137,8 +152,9 @@ def run(config: Config = Config()) -> Result:
         p_correct = success_probability(log2_tokens[choice], difficulty[None, :, None], config)
         correct = torch.rand(p_correct.shape, generator=gen) < p_correct
         tokens = tokens_per_budget[choice]
-        reward = correct.float() - penalty * tokens / 1000
-        reward = reward + kimi * config.length_reward_weight * kimi_length_reward(tokens, correct)
+        flat = correct.float() - penalty * tokens / 1000
+        shaped = correct_only_length_reward(tokens, correct, config.length_penalty_alpha)
+        reward = torch.where(adaptive, shaped, flat)
         advantage = reward - reward.mean(-1, keepdim=True)
         chosen_log_prob = log_probs.gather(-1, choice)
         loss = -(advantage * chosen_log_prob).mean(dim=(1, 2)).sum()
@@ -160,6 +176,7 @@ def run(config: Config = Config()) -> Result:
     for index, name in enumerate(names):
         metrics |= {
             f"tokens_easy_{name}": at(expected_tokens[index], 0.1),
+            f"tokens_mid_{name}": at(expected_tokens[index], 0.5),
             f"tokens_hard_{name}": at(expected_tokens[index], 0.9),
             f"accuracy_easy_{name}": at(accuracy[index], 0.1),
             f"accuracy_hard_{name}": at(accuracy[index], 0.9),
@@ -181,22 +198,21 @@ def plot(result: Result) -> bytes:
     """Expected thinking tokens and accuracy against difficulty, one line per objective."""
     series = result.series
     grid = series["difficulty"]
-    fig, (left, right) = new_figure(1, 2, height_px=520)
-    for index, name in enumerate(series["objectives"]):
-        colour = PALETTE[index]
-        width = 2.8 if name == "group_relative" else 1.8
-        left.plot(grid, series["tokens"][index], color=colour, lw=width, label=OBJECTIVES[name])
-        right.plot(grid, series["accuracy"][index], color=colour, lw=width, label=OBJECTIVES[name])
-    right.plot(
-        grid,
-        series["max_budget_accuracy"],
-        color="black",
-        lw=1.0,
-        ls=":",
-        label="always 8192 tokens",
+    fig, (top, bottom) = phone_figure(
+        2,
+        height_per_panel=4.0,
+        title=(
+            "A flat per-token price grows the budget with difficulty, then gives up on hard "
+            "problems; an adaptive cost does not"
+        ),
     )
-    left.set_yscale("log", base=2)
-    style_axes(left, "Thinking budget chosen", "problem difficulty d", "expected tokens (log)")
-    right.set_ylim(0, 1.02)
-    style_axes(right, "Accuracy", "problem difficulty d", "P(correct)", legend=False)
-    return figure_png(fig, suptitle="Rewarding short reasoning: which length reward?")
+    for index, name in enumerate(series["objectives"]):
+        style = {"color": PALETTE[index], "lw": 3.4 if name == "group_relative" else 2.4}
+        top.plot(grid, series["tokens"][index], label=OBJECTIVES[name], **style)
+        bottom.plot(grid, series["accuracy"][index], label=OBJECTIVES[name], **style)
+    top.set_yscale("log", base=2)
+    style_panel(top, "Thinking budget chosen", "problem difficulty d", "expected tokens")
+    bottom.set_ylim(0, 1.02)
+    style_panel(bottom, "Accuracy", "problem difficulty d", "P(correct)")
+    legend_below(bottom, ncol=2)
+    return save_png(fig)

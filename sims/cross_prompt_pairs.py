@@ -13,8 +13,12 @@ by c_X - c_Y, which the style features predict, and the quality difference is a 
 a saturated sigmoid that carries little Fisher information). The cross-prompt model puts its
 weight on the topic/style features; within a prompt those only add noise, so its held-out
 within-prompt ranking accuracy falls toward chance as the spread of prompt difficulty grows.
-(Bradley & Terry 1952, "Rank analysis of incomplete block designs".) Left: within-prompt
-pairwise accuracy vs difficulty spread at equal label budget. Right: share of the reward
+The policy then exploits whatever response features carry the prompt (length, topic, format).
+DPO on cross-prompt pairs is misspecified rather than undefined: its implicit reward
+beta log(pi/pi_ref) equals r(x, y) - beta log Z(x), and across prompts the term
+beta (log Z(x_A) - log Z(x_B)) is silently dropped (Rafailov et al. 2023, arXiv 2305.18290).
+(Bradley & Terry 1952, "Rank analysis of incomplete block designs".) Top: within-prompt
+pairwise accuracy vs difficulty spread at equal label budget. Bottom: share of the reward
 model's weight on the prompt-topic features.
 
 This module also holds the Bradley-Terry fitter and ranking metric the other preference sims use.
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sims.common import PALETTE, Result, figure_png, new_figure, seeded, style_axes
+from sims.common import PALETTE, Result, legend_below, phone_figure, save_png, seeded, style_panel
 
 TITLE = "Cross-prompt preference pairs: the reward model learns the prompt"
 CAPTION = (
@@ -201,32 +205,27 @@ def run(config: Config = Config()) -> Result:
 
 
 def plot(result: Result) -> bytes:
-    """Left: within-prompt accuracy vs difficulty spread. Right: weight share on topic features."""
+    """Top: within-prompt accuracy vs difficulty spread. Bottom: weight share on topic features."""
     s = result.series
-    fig, (left, right) = new_figure(1, 2, height_px=520)
+    fig, (top, bottom) = phone_figure(
+        2,
+        height_per_panel=3.9,
+        title="Pairs across prompts teach the reward model the prompt, not the answer",
+    )
     for ax, key, title, ylabel in (
         (
-            left,
+            top,
             "accuracy",
-            f"Held-out within-prompt ranking ({s['label_budget']} labels each)",
-            "pairwise accuracy vs gold",
+            f"Ranking answers to one prompt ({s['label_budget']} labels each)",
+            "accuracy vs gold",
         ),
-        (right, "topic_share", "Where the reward model puts its weight", "|theta_topic| / |theta|"),
+        (bottom, "topic_share", "Weight on the prompt's topic features", "|theta_topic| / |theta|"),
     ):
-        ax.plot(
-            s["spreads"], s[f"same_{key}"], "o-", color=PALETTE[2], lw=2, label="same-prompt pairs"
-        )
-        ax.plot(
-            s["spreads"],
-            s[f"cross_{key}"],
-            "s-",
-            color=PALETTE[1],
-            lw=2,
-            label="cross-prompt pairs",
-        )
-        style_axes(ax, title, "prompt difficulty spread (x within-prompt quality std)", ylabel)
-    left.axhline(0.5, color="gray", ls=":", label="chance")
-    left.set_ylim(0.45, 1.0)
-    left.legend(fontsize=9, loc="lower left")
-    right.set_ylim(-0.02, 1.02)
-    return figure_png(fig)
+        ax.plot(s["spreads"], s[f"same_{key}"], "o-", color=PALETTE[2], label="same-prompt pairs")
+        ax.plot(s["spreads"], s[f"cross_{key}"], "s-", color=PALETTE[1], label="cross-prompt pairs")
+        style_panel(ax, title, "spread of prompt difficulty", ylabel)
+    top.axhline(0.5, color="gray", ls=":", label="chance")
+    top.set_ylim(0.45, 1.0)
+    bottom.set_ylim(-0.02, 1.02)
+    legend_below(top, ncol=3)
+    return save_png(fig)

@@ -16,16 +16,27 @@ DPO moves theta along the direction that separates the labeller's chosen from re
 it learns whatever the labeller rewards: correctness from the verifier, length from the judge. The
 share of informative on-policy pairs is the mean over prompts of 2 p_x (1 - p_x), p_x the
 policy's accuracy on prompt x, so it shrinks as the policy gets good (and is 0 on prompts it
-always or never solves). Left: held-out accuracy vs round, with the best accuracy reachable on
-those candidates and the share of informative verifier pairs. Right: mean length of the policy's
-answers.
+always or never solves). Where no gold answers exist, majority-vote pairs filtered by vote
+margin are a valid automatic signal (ScPO, Prasad et al. 2024, arXiv 2411.04109), with the risk
+of entrenching the majority's mistakes; a majority vote does not prefer long, confident
+answers, which is the LLM judge's failure shown here. Top: held-out accuracy vs round, with the
+best accuracy reachable on those candidates. Bottom: mean length of the policy's answers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sims.common import PALETTE, Adam, Result, figure_png, new_figure, seeded, style_axes
+from sims.common import (
+    PALETTE,
+    Adam,
+    Result,
+    legend_below,
+    phone_figure,
+    save_png,
+    seeded,
+    style_panel,
+)
 
 TITLE = "DPO pair labels: verifier vs length-biased self-judge"
 CAPTION = (
@@ -59,9 +70,9 @@ class Config:
     """Iterations of sample -> label -> DPO."""
     dpo_beta: float = 0.1
     """beta of the DPO loss."""
-    steps_per_round: int = 30
+    steps_per_round: int = 20
     """Adam steps on each round's pairs."""
-    learning_rate: float = 0.02
+    learning_rate: float = 0.03
     """Adam step size on theta."""
     seeds: int = 6
     """Independent worlds, each trained with every labeller."""
@@ -201,43 +212,34 @@ def run(config: Config = Config()) -> Result:
 
 
 def plot(result: Result) -> bytes:
-    """Left: held-out accuracy vs round. Right: mean answer length vs round."""
+    """Top: held-out accuracy vs round. Bottom: mean answer length vs round."""
     s = result.series
-    fig, (left, right) = new_figure(1, 2, height_px=520)
+    fig, (top, bottom) = phone_figure(
+        2,
+        height_per_panel=3.9,
+        title="Verifier-labelled DPO pairs raise accuracy; a length-biased judge raises length",
+    )
     labels = {
-        "verifier": "verifier-labelled pairs",
-        "ties_only": "both-right / both-wrong pairs only",
+        "verifier": "verifier labels",
+        "ties_only": "both-right / both-wrong only",
         "self_judge": "length-biased self-judge",
     }
     colors = dict(zip(VARIANTS, (PALETTE[2], PALETTE[0], PALETTE[1])))
     for name, label in labels.items():
-        left.plot(s["rounds"], s[f"{name}_accuracy"], "o-", color=colors[name], lw=2, label=label)
+        top.plot(s["rounds"], s[f"{name}_accuracy"], "o-", color=colors[name], label=label)
         if name == "ties_only":  # its seeds drift at random: show the spread
             mean, std = s[f"{name}_accuracy"], s[f"{name}_accuracy_std"]
-            left.fill_between(
+            top.fill_between(
                 s["rounds"],
                 [a - b for a, b in zip(mean, std)],
                 [a + b for a, b in zip(mean, std)],
                 color=colors[name],
                 alpha=0.15,
             )
-        right.plot(s["rounds"], s[f"{name}_length"], "o-", color=colors[name], lw=2, label=label)
-    left.axhline(s["best_accuracy"], color="gray", ls="--", label="best reachable")
-    # pairs of round k are sampled from the policy after k - 1 rounds
-    left.plot(
-        s["rounds"][:-1],
-        s["informative_share"],
-        ":",
-        color="gray",
-        lw=2,
-        label="share of informative pairs (one right)",
-    )
-    left.set_ylim(0, 1.45)  # headroom for the legend
-    left.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
-    style_axes(left, "Held-out accuracy", "DPO round (sample, label, train)", "P(correct answer)")
-    left.legend(fontsize=8, loc="upper left")
-    style_axes(
-        right, "Mean answer length", "DPO round (sample, label, train)", "length (std units)"
-    )
-    right.legend(fontsize=9, loc="center right")
-    return figure_png(fig)
+        bottom.plot(s["rounds"], s[f"{name}_length"], "o-", color=colors[name], label=label)
+    top.axhline(s["best_accuracy"], color="gray", ls="--", label="best reachable")
+    top.set_ylim(0.3, 1.0)
+    style_panel(top, "Held-out accuracy", "DPO round", "P(correct)")
+    legend_below(top, ncol=2)
+    style_panel(bottom, "Mean answer length", "DPO round", "length (std units)")
+    return save_png(fig)

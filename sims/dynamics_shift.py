@@ -12,15 +12,25 @@ sand its error sits at the bias of the concrete inverse model (the puck stops at
 short) however many concrete pushes are added. A few dozen relabelled sand pushes, with the
 surface as an input, remove the bias; so would identifying the dynamics online (domain
 randomisation or system identification). All policies train together as one batched set of small
-MLPs. The plot shows goal error against the amount of concrete data, and the learned push speed
-against the true one on each surface.
+MLPs. HER addresses sparse goal-reaching; a change of dynamics is a different problem, which no
+relabelling of the same transitions can fix. Top: goal error against the amount of concrete
+data. Bottom: the learned push speed against the ideal one on each surface.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sims.common import PALETTE, Adam, Result, figure_png, new_figure, seeded, style_axes
+from sims.common import (
+    PALETTE,
+    Adam,
+    Result,
+    legend_below,
+    phone_figure,
+    save_png,
+    seeded,
+    style_panel,
+)
 from sims.offline_q_overestimation import BatchedMLP
 
 TITLE = "Hindsight relabelling vs a change of dynamics"
@@ -49,11 +59,11 @@ class Config:
     """Test goals (m) are evenly spaced over this range."""
     hidden: int = 32
     """Hidden width of the policies (two hidden layers)."""
-    steps: int = 300
+    steps: int = 200
     """Adam steps."""
     batch: int = 64
     """Relabelled pushes per step and policy (even: sand-aware policies draw half from sand)."""
-    learning_rate: float = 0.01
+    learning_rate: float = 0.015
     """Adam step size."""
     seed: int = 0
     """Seed for data, initialisation and minibatches."""
@@ -156,33 +166,30 @@ def run(config: Config = Config()) -> Result:
 
 
 def plot(result: Result) -> bytes:
-    """Goal error vs concrete data; learned vs ideal push speed per surface."""
+    """Top: goal error vs concrete data. Bottom: learned vs ideal push speed per surface."""
     series = result.series
-    fig, (ax_error, ax_push) = new_figure(1, 2, height_px=500)
+    fig, (ax_error, ax_push) = phone_figure(
+        2,
+        height_per_panel=5.0,
+        title="Relabelling goals does not relabel dynamics: concrete data never teach sand",
+    )
     sizes = series["concrete_pushes"]
     ax_error.semilogx(
         sizes,
         series["blind_error_concrete"],
         "o-",
         color=PALETTE[0],
-        lw=2,
-        label="HER on concrete, tested on concrete",
+        label="concrete data, on concrete",
     )
     ax_error.semilogx(
-        sizes,
-        series["blind_error_sand"],
-        "s-",
-        color=PALETTE[1],
-        lw=2,
-        label="HER on concrete, tested on sand",
+        sizes, series["blind_error_sand"], "s-", color=PALETTE[1], label="concrete data, on sand"
     )
     ax_error.semilogx(
         sizes,
         series["aware_error_sand"],
         "^-",
         color=PALETTE[2],
-        lw=2,
-        label=f"+ {series['sand_pushes']} relabelled sand pushes, on sand",
+        label=f"+ {series['sand_pushes']} sand pushes, on sand",
     )
     ax_error.axhline(
         result.metrics["sand_error_of_exact_concrete_model"],
@@ -190,41 +197,30 @@ def plot(result: Result) -> bytes:
         ls=":",
         label="exact concrete model, on sand",
     )
-    style_axes(
-        ax_error,
-        "Goal error vs relabelled concrete data",
-        "concrete pushes (log scale)",
-        "mean |stop - goal| (m)",
+    style_panel(
+        ax_error, "Goal error (HER-relabelled pushes)", "concrete pushes", "|stop - goal| (m)"
     )
     ax_error.set_ylim(bottom=0)
+    legend_below(ax_error)
 
     goals = series["test_goals"]
     ax_push.plot(
         goals,
         series["ideal_concrete"],
         color=PALETTE[0],
-        lw=5,
+        lw=6,
         alpha=0.35,
-        label="ideal push, concrete",
+        label="ideal, concrete",
     )
     ax_push.plot(
-        goals, series["ideal_sand"], color=PALETTE[1], lw=5, alpha=0.35, label="ideal push, sand"
+        goals, series["ideal_sand"], color=PALETTE[1], lw=6, alpha=0.35, label="ideal, sand"
     )
     ax_push.plot(
-        goals,
-        series["blind_push"],
-        "--",
-        color=PALETTE[1],
-        lw=2,
-        label=f"HER on concrete ({sizes[-1]} pushes), any surface",
+        goals, series["blind_push"], "--", color=PALETTE[1], label="learned, concrete data"
     )
     ax_push.plot(
-        goals,
-        series["aware_push_sand"],
-        "--",
-        color=PALETTE[2],
-        lw=2,
-        label="+ sand pushes, on sand",
+        goals, series["aware_push_sand"], "--", color=PALETTE[2], label="learned, + sand data"
     )
-    style_axes(ax_push, "Push speed chosen for each goal", "goal distance (m)", "push speed (m/s)")
-    return figure_png(fig, suptitle="Relabelling goals does not relabel dynamics")
+    style_panel(ax_push, "Push speed chosen for each goal", "goal distance (m)", "push speed (m/s)")
+    legend_below(ax_push, ncol=2)
+    return save_png(fig)

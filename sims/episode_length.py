@@ -14,8 +14,8 @@ on learning with few resets.) Second effect, at short H: treating the time-limit
 terminal state (target r instead of r + gamma max Q(s')) teaches the agent that states where
 time ran out are worth 0, biasing values down; partial-episode bootstrapping removes the bias
 (Pardo, Tavakoli, Levdik & Kormushev 2018, "Time limits in reinforcement learning",
-arXiv 1712.00378). Left: success, sink share and start coverage vs H. Right: learned V(start) vs
-the true V*(start) for both time-limit treatments.
+arXiv 1712.00378). Top: success, sink share and start coverage vs H. Bottom: learned V(start)
+vs the true V*(start) for both time-limit treatments.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sims.common import PALETTE, Result, figure_png, new_figure, style_axes
+from sims.common import PALETTE, Result, legend_below, phone_figure, save_png, style_panel
 
 TITLE = "Episode length: long episodes drift into the sink"
 CAPTION = (
     "Same 5000 steps of data: with long episodes the agent drifts into the sink and stays, so "
     "most data comes from there, the start is barely seen and success from the start collapses. "
-    "Right: cutting short episodes as if terminal biases V(start) low; bootstrapping does not."
+    "Bottom: cutting short episodes as if terminal biases V(start) low; bootstrapping does not."
 )
 
 LEFT, RIGHT = 0, 1
@@ -214,55 +214,28 @@ def run(config: Config = Config()) -> Result:
 
 
 def plot(result: Result) -> bytes:
-    """Left: success / sink share / start coverage vs H. Right: V(start) for both treatments."""
+    """Top: success / sink share / start coverage vs H. Bottom: V(start) for both treatments."""
     s = result.series
-    fig, (left, right) = new_figure(1, 2, height_px=520)
+    fig, (top, bottom) = phone_figure(
+        2,
+        height_per_panel=4.5,
+        title="Same data budget: long episodes park the agent in the sink and it forgets the start",
+    )
     lengths = s["episode_lengths"]
-    left.plot(
-        lengths, s["success"], "o-", color=PALETTE[2], lw=2, label="greedy success from start"
-    )
-    left.plot(lengths, s["sink_share"], "s-", color=PALETTE[1], lw=2, label="share of data in sink")
-    left.plot(
-        lengths,
-        s["start_share"],
-        "^-",
-        color=PALETTE[0],
-        lw=2,
-        label="share of data near start",
-    )
-    left.set_xscale("log")
-    left.set_ylim(-0.03, 1.03)
-    style_axes(
-        left,
-        f"Same {s['total_steps']} steps, different episode lengths",
-        "episode length H (steps, log scale)",
-        "fraction",
-    )
-    left.legend(fontsize=9, loc="center right", bbox_to_anchor=(1.0, 0.45))
+    top.plot(lengths, s["success"], "o-", color=PALETTE[2], label="success from start")
+    top.plot(lengths, s["sink_share"], "s-", color=PALETTE[1], label="data in sink")
+    top.plot(lengths, s["start_share"], "^-", color=PALETTE[0], label="data near start")
+    top.set_xscale("log")
+    top.set_ylim(-0.03, 1.03)
+    style_panel(top, f"Same {s['total_steps']} steps at every H", "episode length H", "fraction")
+    legend_below(top, ncol=2)
 
-    right.plot(
-        lengths,
-        s["v_start_bootstrap"],
-        "o-",
-        color=PALETTE[0],
-        lw=2,
-        label="bootstrap at time-out",
+    bottom.plot(
+        lengths, s["v_start_bootstrap"], "o-", color=PALETTE[0], label="bootstrap at time-out"
     )
-    right.plot(
-        lengths,
-        s["v_start_terminal"],
-        "s-",
-        color=PALETTE[3],
-        lw=2,
-        label="time-out = terminal",
-    )
-    right.axhline(s["v_star_start"], color="gray", ls="--", label="true V*(start)")
-    right.set_xscale("log")
-    style_axes(
-        right,
-        "Learned value of the start state",
-        "episode length H (steps, log scale)",
-        "max_a Q(start, a)",
-    )
-    right.legend(fontsize=9, loc="lower left", bbox_to_anchor=(0.0, 0.05))
-    return figure_png(fig)
+    bottom.plot(lengths, s["v_start_terminal"], "s-", color=PALETTE[3], label="time-out = terminal")
+    bottom.axhline(s["v_star_start"], color="gray", ls="--", label="true V*(start)")
+    bottom.set_xscale("log")
+    style_panel(bottom, "Learned value of the start state", "episode length H", "max_a Q(start, a)")
+    legend_below(bottom, ncol=2)
+    return save_png(fig)

@@ -4,15 +4,19 @@ The obstacle sits at lateral position c(s) = 0.4 s for an observation s in [-1, 
 passes it on the left or on the right with equal probability, a = c(s) +/- 0.5 + noise. Steering
 at c(s) hits the obstacle. Behaviour cloning with a Gaussian head minimises the negative
 log-likelihood (MSE is the fixed-variance case); for any network its minimiser has mean E[a | s]
-= c(s) and a standard deviation as wide as the gap, so the mean action drives into the obstacle
+= c(s) and a standard deviation as wide as the gap (the NLL floor is then
+1/2 log(2 pi e Var[a | s]), the expert's entropy plus the KL from the expert to the Gaussian), so the mean action drives into the obstacle
 and sampled actions often land between the modes. More width only reaches that optimum more
 exactly: the failure is the output distribution family, not capacity. A mixture-density head
 (Bishop 1994, "Mixture Density Networks") with two components, or a categorical head over
 discretised actions (as in RT-1, Brohan et al. 2022, arXiv 2212.06817), represents both modes.
 All heads sit on a one-hidden-layer MLP; the Gaussian is trained at widths 16 to 1024, and every
 model is trained in the same loop (disjoint parameters, so one Adam over all of them is the same
-as one Adam each). The plot shows the fitted means over the data, and the action density each
-head predicts at s = 0.
+as one Adam each). Under MSE the mean is the optimum: the fit is right, the family is wrong. A
+categorical head per action dimension (RT-1) keeps the modes of each dimension but cannot
+represent a correlation across dimensions; ACT (Zhao et al. 2023, arXiv 2304.13705) decodes
+with z = 0 at test time, so its commitment to one mode comes from predicting action chunks.
+Top: the fitted means over the data. Bottom: the action density each head predicts at s = 0.
 """
 
 from __future__ import annotations
@@ -20,9 +24,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sims.common import PALETTE, Adam, Result, figure_png, new_figure, seeded, style_axes
+from sims.common import (
+    PALETTE,
+    Adam,
+    Result,
+    legend_below,
+    phone_figure,
+    save_png,
+    seeded,
+    style_panel,
+)
 
-TITLE = "Gaussian policy head on bimodal demos"
+TITLE = "Gaussian policy head on bimodal demos: the mean steers into the obstacle"
 CAPTION = (
     "The expert swerves left or right, never straight. Gaussian heads of every width put their "
     "mean in the gap (into the obstacle) and spread their mass across it; a 2-component "
@@ -194,58 +207,58 @@ def run(config: Config = Config()) -> Result:
 
 
 def plot(result: Result) -> bytes:
-    """Left: demos and each head's mean(s) over s. Right: action densities at s = 0."""
+    """Top: demos and each head's mean(s) over s. Bottom: action densities at s = 0."""
     series = result.series
-    fig, (ax_fit, ax_density) = new_figure(1, 2, height_px=520)
+    fig, (ax_fit, ax_density) = phone_figure(
+        2,
+        height_per_panel=4.6,
+        title="A Gaussian head steers into the obstacle at every width; a mixture keeps both modes",
+    )
     ax_fit.scatter(
-        series["observations"], series["actions"], s=6, color="lightgray", label="expert demos"
+        series["observations"], series["actions"], s=8, color="lightgray", label="expert demos"
     )
     ax_fit.plot(
-        series["grid"], series["obstacle"], color="black", lw=7, alpha=0.3, label="obstacle"
+        series["grid"], series["obstacle"], color="black", lw=8, alpha=0.3, label="obstacle"
     )
-    shades = [PALETTE[3], PALETTE[5], PALETTE[4], PALETTE[1]]
-    for width, mean, colour in zip(series["widths"], series["gaussian_means"], shades):
-        ax_fit.plot(
-            series["grid"], mean, color=colour, lw=1.5, label=f"Gaussian mean, width {width}"
-        )
-    for index, mean in enumerate(series["mixture_means"]):
-        ax_fit.plot(
-            series["grid"],
-            mean,
-            "--",
-            color=PALETTE[0],
-            lw=2,
-            label="mixture component means" if index == 0 else None,
-        )
-    style_axes(
-        ax_fit,
-        "Heads fitted to pass-left / pass-right demos",
-        "observation s (obstacle position, normalised)",
-        "steering action a",
+    widths = series["widths"]
+    ax_fit.plot(
+        series["grid"],
+        series["gaussian_means"][-1],
+        color=PALETTE[1],
+        label=f"Gaussian mean (widths {widths[0]}-{widths[-1]} alike)",
     )
-    ax_fit.legend(fontsize=8, loc="upper left", framealpha=0.9)
+    # both mixture components as one line, broken between them
+    grid, (first, second) = series["grid"], series["mixture_means"]
+    ax_fit.plot(
+        grid + [float("nan")] + grid,
+        first + [float("nan")] + second,
+        "--",
+        color=PALETTE[0],
+        label="mixture component means",
+    )
+    style_panel(
+        ax_fit, "Heads fitted to pass-left / pass-right demos", "observation s", "steering a"
+    )
+    legend_below(ax_fit, ncol=2)
 
-    axis = series["action_axis"]
     ax_density.hist(
         series["actions_near_s0"],
         bins=30,
         density=True,
         color="lightgray",
-        label="expert actions (|s| < 0.1)",
+        label="expert, |s| < 0.1",
     )
     ax_density.plot(
-        axis,
+        series["action_axis"],
         series["density_s0_gaussian"],
         color=PALETTE[1],
-        lw=2,
-        label=f"Gaussian, width {series['widths'][-1]}",
+        label=f"Gaussian, width {widths[-1]}",
     )
     ax_density.plot(
-        axis,
+        series["action_axis"],
         series["density_s0_mixture"],
         "--",
         color=PALETTE[0],
-        lw=2,
         label="2-component mixture",
     )
     ax_density.step(
@@ -253,17 +266,8 @@ def plot(result: Result) -> bytes:
         series["density_s0_categorical"],
         where="mid",
         color=PALETTE[2],
-        lw=2,
-        label=f"categorical ({series['bins']} bins)",
+        label=f"categorical, {series['bins']} bins",
     )
-    ax_density.axvline(
-        series["obstacle"][len(series["grid"]) // 2],
-        color="black",
-        lw=7,
-        alpha=0.3,
-        label="obstacle",
-    )
-    style_axes(
-        ax_density, "Predicted action density at s = 0", "steering action a", "probability density"
-    )
-    return figure_png(fig, suptitle="Bimodal expert: a Gaussian averages, mixtures keep both modes")
+    style_panel(ax_density, "Action density at s = 0 (obstacle at a = 0)", "steering a", "density")
+    legend_below(ax_density, ncol=2)
+    return save_png(fig)

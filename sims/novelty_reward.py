@@ -1,20 +1,33 @@
-"""Reward per bug report gets farmed; reward for novel, verified bugs finds more of them.
+"""Grading a student's game: reward the tester for discrepancies from the reference, not for play.
 
-A toy game to test: M areas, each hiding a few bugs; a test action probes one area and
-triggers each of its bugs independently with that bug's discoverability p (from 0.6 for an
-obvious crash down to 0.005 for a rare one). Area 0 also shows a flaky visual glitch half the
-time, which never reproduces. A testing agent (an epsilon-greedy bandit over areas with
-recency-weighted value estimates) is trained with one of three rewards: per report (every
-triggered bug or glitch pays 1, duplicates included); novel verified bugs (pays 1 only the
-first time a bug is reported, and only if it reproduces); and novel verified bugs plus a
-count-based coverage bonus beta / sqrt(visits of the area) (Bellemare et al. 2016, "Unifying
-count-based exploration and intrinsic motivation", arXiv 1606.01868; for game testing,
-Gordillo, Bergdahl, Tollmar & Gisslen 2021, "Improving playtesting coverage via curiosity
-driven reinforcement learning agents", arXiv 2103.13798). The per-report agent maximises its
-reward by re-triggering the obvious crash and the glitch in area 0 over and over
-(specification gaming; Amodei et al. 2016, "Concrete problems in AI safety", arXiv 1606.06565):
-its reward climbs fastest while the number of distinct bugs it finds stalls. Left: distinct
-real bugs found vs test steps. Right: reports filed, which is what the per-report reward pays.
+Grading a student's program by playing it is classifying an MDP: is this game the instructor's,
+or a buggy variant (Play to Grade: Nie, Brunskill & Piech 2021, arXiv 2110.14615)? A tester
+should therefore be rewarded for information about the bug label, not for playing well
+(DreamGrader: Liu, Stephan, Nie, Piech, Brunskill & Finn 2022, "Giving feedback on interactive
+student programs with meta-exploration", arXiv 2211.08802, with a Breakout example).
+
+A toy student game: M areas (situations the tester can steer into: a paddle edge, a brick row,
+the scoring wall, a level change), each hiding a few bugs; a test action probes one area and
+triggers each of its bugs independently with that bug's discoverability p (0.6 for an obvious
+crash in area 0, log-uniform from 0.005 to 0.3 elsewhere). Most bugs are behavioural (a wrong
+bounce, a score not incremented, a brick that does not break): the game runs on, so they trip
+neither a crash nor a generic invariant; a share ``crash_share`` crash. Area 0 is where good
+play scores points, and where a generic invariant check also raises a flaky alarm half the time.
+Two oracles: a crash/invariant detector, which sees crashes and the flaky alarm only; and a
+discrepancy check, which replays the tester's actions in the instructor's reference
+implementation and flags any divergence of state, which sees every bug and never the flaky
+alarm (a discrepancy reproduces). The tester is an epsilon-greedy bandit over areas with
+recency-weighted values, trained with one of four rewards:
+- score: the game's points (the tester learns to play well, in area 0);
+- per crash report: +1 per crash or invariant alarm, repeats included (the trap's reward);
+- novel discrepancy: +1 the first time each discrepancy from the reference is seen;
+- novel discrepancy plus a count-based coverage bonus beta / sqrt(visits of the area)
+  (Bellemare et al. 2016, arXiv 1606.01868; for game testing, Gordillo et al. 2021,
+  arXiv 2103.13798).
+Paid for score, the tester plays where the points are; paid per report it farms the obvious
+crash and the flaky alarm (specification gaming; Amodei et al. 2016, arXiv 1606.06565), and its
+oracle cannot see a behavioural bug at all. Top: distinct real bugs detected against test steps.
+Bottom: the bugs each tester detected by the end, crashes and behavioural bugs.
 """
 
 from __future__ import annotations
@@ -23,34 +36,46 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sims.common import PALETTE, Result, figure_png, new_figure, style_axes
+from sims.common import PALETTE, Result, legend_below, phone_figure, save_png, style_panel
 
-TITLE = "Bug-finding reward: per report vs novel verified bugs"
+TITLE = "Bug-finding reward for grading games: discrepancies from the reference, not score"
 CAPTION = (
-    "Paid per report, the tester farms the obvious crash and a flaky glitch: the most reports "
-    "(right), the fewest distinct bugs (left). Paying only for new, reproducible bugs, plus a "
-    "coverage bonus, sends it to unexplored areas and finds far more."
+    "Top: distinct real bugs detected. Paid for score the tester plays well where the points are; "
+    "paid per crash report it farms one crash and a flaky alarm, and a crash detector never sees "
+    "the behavioural bugs (wrong bounce, score not incremented) that most student bugs are. "
+    "Paid for new discrepancies from the instructor's reference, plus a coverage bonus, it "
+    "explores and detects far more (bottom: by type)."
 )
 
-AGENTS = ("per_report", "novel_verified", "novel_plus_coverage")
+AGENTS = ("score", "crash_reports", "novel_discrepancy", "discrepancy_coverage")
+LABELS = {
+    "score": "score",
+    "crash_reports": "crash reports",
+    "novel_discrepancy": "discrepancy",
+    "discrepancy_coverage": "discrepancy + coverage",
+}
 
 
 @dataclass(frozen=True)
 class Config:
-    """Game, agents and budget."""
+    """Game, oracles, agents and budget."""
 
     n_areas: int = 20
-    """M: areas the tester can probe; area 0 holds the obvious crash and the flaky glitch."""
+    """M: areas the tester can probe; area 0 scores points and holds the obvious crash."""
     bugs_per_area: int = 2
     """Hidden bugs in each of areas 1..M-1."""
+    crash_share: float = 0.2
+    """Share of the bugs outside area 0 that crash; the rest are behavioural."""
     easy_bug_probability: float = 0.6
     """Discoverability of the obvious crash in area 0."""
-    glitch_probability: float = 0.5
-    """Chance per probe of area 0 that the glitch shows (a report that never reproduces)."""
+    alarm_probability: float = 0.5
+    """Chance per probe of area 0 that the generic invariant check raises a flaky alarm."""
     min_probability: float = 0.005
     """Discoverability of the rarest bugs (log-uniform between this and max_probability)."""
     max_probability: float = 0.3
     """Discoverability of the most visible bugs outside area 0."""
+    other_points: float = 0.3
+    """Points per step elsewhere are uniform on [0, other_points]; area 0 pays 1."""
     steps: int = 2000
     """Test actions per run."""
     epsilon: float = 0.05
@@ -66,31 +91,32 @@ class Config:
 
 
 def make_game(config: Config, rng):
-    """Area and discoverability of every real bug; bug 0 is the obvious crash in area 0."""
+    """Area, discoverability and crash flag of every real bug; bug 0 is area 0's crash."""
     areas = np.repeat(np.arange(1, config.n_areas), config.bugs_per_area)
     log_p = rng.uniform(np.log(config.min_probability), np.log(config.max_probability), areas.size)
     bug_area = np.concatenate([[0], areas])
     bug_probability = np.concatenate([[config.easy_bug_probability], np.exp(log_p)])
-    return bug_area, bug_probability
+    crashes = np.concatenate([[True], rng.random(areas.size) < config.crash_share])
+    points = np.concatenate([[1.0], config.other_points * rng.random(config.n_areas - 1)])
+    return bug_area, bug_probability, crashes, points
 
 
 def run(config: Config = Config()) -> Result:
-    """Run the three reward schemes on the same game; count distinct bugs and reports."""
+    """Run the four rewards on the same game; count the distinct bugs each tester detects."""
     rng = np.random.default_rng(config.seed)
-    bug_area, bug_probability = make_game(config, rng)
+    bug_area, bug_probability, crashes, points = make_game(config, rng)
     n_bugs = bug_area.size
     rows = len(AGENTS) * config.seeds
-    agent_of_row = np.repeat(np.arange(len(AGENTS)), config.seeds)
-    pays_per_report = agent_of_row == AGENTS.index("per_report")
-    has_bonus = agent_of_row == AGENTS.index("novel_plus_coverage")
+    agent = np.repeat(np.arange(len(AGENTS)), config.seeds)
+    is_agent = {name: agent == index for index, name in enumerate(AGENTS)}
+    # what each tester's oracle can see: crash detector vs discrepancy from the reference
+    visible = np.where(is_agent["crash_reports"][:, None], crashes[None, :], True)
 
     values = np.zeros((rows, config.n_areas))
     visits = np.zeros((rows, config.n_areas))
-    found = np.zeros((rows, n_bugs), dtype=bool)
+    detected = np.zeros((rows, n_bugs), dtype=bool)
     row = np.arange(rows)
     distinct = np.zeros((rows, config.steps))
-    reports = np.zeros((rows, config.steps))
-    filed = np.zeros(rows)
     for t in range(config.steps):
         jitter = rng.random(values.shape) * 1e-9  # random tie-breaking among equal values
         greedy = np.argmax(values + jitter, axis=1)
@@ -101,59 +127,87 @@ def run(config: Config = Config()) -> Result:
         triggered = (bug_area[None, :] == area[:, None]) & (
             rng.random((rows, n_bugs)) < bug_probability[None, :]
         )
-        glitch = (area == 0) & (rng.random(rows) < config.glitch_probability)
-        n_reports = triggered.sum(1) + glitch
-        novel = (triggered & ~found).sum(1)  # verification drops the glitch; dedup drops repeats
-        found |= triggered
+        seen = triggered & visible
+        alarm = (area == 0) & (rng.random(rows) < config.alarm_probability)
+        novel = (seen & ~detected).sum(1)  # a discrepancy reproduces: no flaky alarms here
+        detected |= seen
 
-        reward = np.where(pays_per_report, n_reports, novel).astype(float)
-        reward += has_bonus * config.coverage_bonus / np.sqrt(visits[row, area])
+        reward = np.select(
+            [is_agent["score"], is_agent["crash_reports"]],
+            [points[area], seen.sum(1) + alarm],
+            default=novel,
+        ).astype(float)
+        reward += is_agent["discrepancy_coverage"] * (
+            config.coverage_bonus / np.sqrt(visits[row, area])
+        )
         values[row, area] += config.step_size * (reward - values[row, area])
+        distinct[:, t] = detected.sum(1)
 
-        filed += n_reports
-        distinct[:, t] = found.sum(1)
-        reports[:, t] = filed
-
-    metrics: dict[str, float] = {"n_real_bugs": float(n_bugs)}
-    series: dict = {"n_real_bugs": n_bugs}
-    for index, name in enumerate(AGENTS):
-        mine = agent_of_row == index
+    metrics: dict[str, float] = {
+        "n_real_bugs": float(n_bugs),
+        "behavioural_share": float(1 - crashes.mean()),
+    }
+    series: dict = {"n_real_bugs": n_bugs, "n_crashes": int(crashes.sum())}
+    for name in AGENTS:
+        mine = is_agent[name]
         metrics[f"{name}_distinct_bugs"] = float(distinct[mine, -1].mean())
-        metrics[f"{name}_reports"] = float(reports[mine, -1].mean())
+        metrics[f"{name}_behavioural_bugs"] = float((detected[mine] & ~crashes).sum(1).mean())
+        metrics[f"{name}_crash_bugs"] = float((detected[mine] & crashes).sum(1).mean())
         metrics[f"{name}_share_in_area0"] = float((visits[mine, 0] / config.steps).mean())
         metrics[f"{name}_share_in_top_area"] = float((visits[mine].max(1) / config.steps).mean())
         series[f"{name}_distinct"] = distinct[mine].mean(0).tolist()
         series[f"{name}_distinct_low"] = np.percentile(distinct[mine], 10, axis=0).tolist()
         series[f"{name}_distinct_high"] = np.percentile(distinct[mine], 90, axis=0).tolist()
-        series[f"{name}_reports"] = reports[mine].mean(0).tolist()
+        series[f"{name}_behavioural"] = metrics[f"{name}_behavioural_bugs"]
+        series[f"{name}_crash"] = metrics[f"{name}_crash_bugs"]
     return Result(metrics=metrics, series=series)
 
 
 def plot(result: Result) -> bytes:
-    """Left: distinct verified bugs vs steps. Right: reports filed vs steps."""
+    """Top: distinct bugs detected vs steps. Bottom: bugs detected by type, per reward."""
     s = result.series
-    fig, (left, right) = new_figure(1, 2, height_px=520)
-    labels = {
-        "per_report": "reward per report",
-        "novel_verified": "reward per novel verified bug",
-        "novel_plus_coverage": "novel verified + coverage bonus",
-    }
-    colors = (PALETTE[1], PALETTE[0], PALETTE[2])
-    steps = np.arange(1, len(s["per_report_distinct"]) + 1)
-    for color, (name, label) in zip(colors, labels.items()):
-        left.plot(steps, s[f"{name}_distinct"], color=color, lw=2, label=label)
-        left.fill_between(
-            steps, s[f"{name}_distinct_low"], s[f"{name}_distinct_high"], color=color, alpha=0.15
-        )
-        right.plot(steps, s[f"{name}_reports"], color=color, lw=2, label=label)
-    left.axhline(s["n_real_bugs"], color="gray", ls=":", label="real bugs in the game")
-    left.set_ylim(0, s["n_real_bugs"] * 1.35)  # headroom for the legend
-    style_axes(left, "Distinct real bugs found (mean, 10-90%)", "test steps", "distinct bugs")
-    left.legend(fontsize=9, loc="upper left")
-    style_axes(
-        right,
-        "Reports filed (what per-report reward pays)",
-        "test steps",
-        "reports, duplicates and glitches included",
+    fig, (top, bottom) = phone_figure(
+        2,
+        height_per_panel=4.9,
+        title="Reward the tester for new discrepancies from the reference game, not for score",
     )
-    return figure_png(fig)
+    colors = dict(zip(AGENTS, (PALETTE[3], PALETTE[1], PALETTE[0], PALETTE[2])))
+    steps = np.arange(1, len(s["score_distinct"]) + 1)
+    for name in AGENTS:
+        top.plot(steps, s[f"{name}_distinct"], color=colors[name], label=LABELS[name])
+        top.fill_between(
+            steps,
+            s[f"{name}_distinct_low"],
+            s[f"{name}_distinct_high"],
+            color=colors[name],
+            alpha=0.15,
+        )
+    top.set_ylim(0, s["n_real_bugs"])
+    style_panel(
+        top,
+        f"Distinct bugs detected, of {s['n_real_bugs']}",
+        "test steps",
+        "bugs detected",
+    )
+    legend_below(top)
+
+    names = list(reversed(AGENTS))
+    positions = np.arange(len(names))
+    behavioural = [s[f"{name}_behavioural"] for name in names]
+    bottom.barh(
+        positions,
+        [s[f"{name}_crash"] for name in names],
+        color=PALETTE[1],
+        label=f"crashes (of {s['n_crashes']})",
+    )
+    bottom.barh(
+        positions,
+        behavioural,
+        left=[s[f"{name}_crash"] for name in names],
+        color=PALETTE[0],
+        label=f"behavioural (of {s['n_real_bugs'] - s['n_crashes']})",
+    )
+    bottom.set_yticks(positions, [LABELS[name] for name in names])
+    style_panel(bottom, "Bugs detected by the end, by type", "bugs detected")
+    legend_below(bottom, ncol=2)
+    return save_png(fig)

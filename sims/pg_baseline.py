@@ -17,31 +17,47 @@ negative; now they lose probability to the success. The expected gradient is the
 without the baseline; the sampled step is not (Chung et al. 2021, "Beyond variance reduction:
 understanding the true impact of baselines on policy optimization", arXiv 2008.13773).
 
-The change of each trajectory's log-probability is computed exactly after one step.
+Subtracting the batch mean is itself slightly off: R_i - mean_j R_j = (n-1)/n (R_i - mean_{j!=i}
+R_j), so the sample's own reward sits in its baseline and the estimate is the unbiased
+leave-one-out one scaled by (n-1)/n. The leave-one-out baseline (RLOO: Kool, van Hoof & Welling
+2019; Ahmadian et al. 2024, "Back to basics: revisiting REINFORCE style optimization for
+learning from human feedback in LLMs", arXiv 2402.14740) or a learned state-value baseline
+avoids it. If the failures' rewards are exactly 0, they are ignored rather than pushed up, and
+a batch of failures only gives no gradient at all.
 
-Plot: left, the change in log-probability of each trajectory for the three advantage choices;
-right, where the probability moved: the per-step mass on the failures' tokens, the success's
-token and the unsampled tokens.
+Worse than "failures go up": the success can go down. With shared actions (a bandit with three
+actions, failures on two of them with reward 1, the success on the third with reward 2, as in
+the card), the success logit's gradient is (1/n) sum_i R_i (1[a_i = success] - 1/3) =
+(1/6)(2 - 7/3) < 0: the five failures' positive rewards together outweigh it and the
+probability of the successful action falls. With RLOO it rises.
+
+Changes of log-probabilities and probabilities are computed exactly after one step.
+
+Top: the change in log-probability of each trajectory for three advantage choices (the
+token-per-trajectory batch). Bottom: the three-action batch, change in each action's probability.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sims.common import PALETTE, Result, figure_png, new_figure, seeded, style_axes
+from sims.common import PALETTE, Result, legend_below, phone_figure, save_png, seeded, style_panel
 
-TITLE = "Policy-gradient baseline: failures rise without one"
+TITLE = "Policy-gradient baseline: failures rise without one, and the success can fall"
 CAPTION = (
-    "Left: one policy-gradient step on 5 failures (small positive reward) and 1 success. "
+    "Top: one policy-gradient step on 5 failures (small positive reward) and 1 success. "
     "Without a baseline every failure's log-probability goes UP (it takes mass from unsampled "
-    "tokens); with a mean baseline or normalised advantages the failures go down."
+    "tokens); with a leave-one-out baseline (RLOO) or normalised advantages they go down. "
+    "Bottom: with three shared actions, failures at reward 1 and the success at 2, the "
+    "success's probability FALLS without a baseline. Zero-reward failures would be ignored, "
+    "and an all-failure batch gives no gradient."
 )
 
 #: Advantage choice -> label shown in the plot.
 ADVANTAGES = {
     "no_baseline": "no baseline (A = R)",
-    "mean_baseline": "mean baseline (A = R - mean R)",
-    "normalised": "normalised (A = (R - mean) / std)",
+    "rloo": "leave-one-out (RLOO)",
+    "normalised": "normalised (R - mean) / std",
 }
 
 
@@ -61,8 +77,31 @@ class Config:
     """The successful trajectory's reward."""
     lr: float = 1.0
     """Step size of the single gradient step on the logits."""
+    bandit_failures: tuple[int, int] = (3, 2)
+    """Three-action batch: failures on action 1 and on action 2 (the success is on action 3)."""
+    bandit_failure_reward: float = 1.0
+    """Reward of a failure in the three-action batch."""
+    bandit_success_reward: float = 2.0
+    """Reward of the success in the three-action batch."""
     seed: int = 0
     """Seed for the tokens and the rewards."""
+
+
+def rloo(rewards):
+    """Leave-one-out advantages: R_i minus the mean of the other rewards."""
+    n = len(rewards)
+    return rewards - (rewards.sum() - rewards) / (n - 1)
+
+
+def bandit_step(actions, rewards, advantage_of, lr: float, n_actions: int = 3):
+    """One exact policy-gradient step from uniform logits; probabilities before and after."""
+    import torch
+
+    logits = torch.zeros(n_actions, requires_grad=True)
+    objective = (advantage_of(rewards) * torch.log_softmax(logits, 0)[actions]).mean()
+    (gradient,) = torch.autograd.grad(objective, logits)
+    before = torch.full((n_actions,), 1 / n_actions)
+    return before, (lr * gradient).softmax(0), gradient
 
 
 def run(config: Config = Config()) -> Result:
@@ -86,7 +125,7 @@ def run(config: Config = Config()) -> Result:
     )
     advantages = {
         "no_baseline": rewards,
-        "mean_baseline": rewards - rewards.mean(),
+        "rloo": rloo(rewards),
         "normalised": (rewards - rewards.mean()) / rewards.std(),
     }
     steps = torch.arange(config.horizon)
@@ -129,50 +168,74 @@ def run(config: Config = Config()) -> Result:
         }
         series["delta_logp"][name] = delta.tolist()
         series["mass_change"][name] = mass
+
+    # the batch mean includes the sample: exactly (n-1)/n times the leave-one-out advantage
+    metrics["mean_baseline_over_rloo"] = float(
+        ((rewards - rewards.mean()) / advantages["rloo"]).mean()
+    )
+    metrics["batch_size"] = float(n)
+
+    # three shared actions: failures (reward 1) on actions 0 and 1, the success (reward 2) on 2
+    first, second = config.bandit_failures
+    actions = torch.tensor([0] * first + [1] * second + [2])
+    bandit_rewards = torch.tensor(
+        [config.bandit_failure_reward] * (first + second) + [config.bandit_success_reward]
+    )
+    series["bandit_change"] = {}
+    for name, advantage_of in (("no_baseline", lambda r: r), ("rloo", rloo)):
+        before, after, gradient = bandit_step(actions, bandit_rewards, advantage_of, config.lr)
+        metrics[f"bandit_success_logit_grad_{name}"] = float(gradient[2])
+        metrics[f"bandit_success_prob_change_{name}"] = float(after[2] - before[2])
+        series["bandit_change"][name] = (after - before).tolist()
+    series["bandit_failures"] = [first, second]
+    # failures at reward 0 only: no gradient at all
+    _, _, gradient = bandit_step(actions[:-1], torch.zeros(first + second), lambda r: r, config.lr)
+    metrics["all_fail_zero_reward_grad_norm"] = float(gradient.norm())
     return Result(metrics=metrics, series=series)
 
 
 def plot(result: Result) -> bytes:
-    """Grouped bars of the log-prob change per trajectory; where the probability mass moved."""
+    """Top: log-prob change per trajectory. Bottom: the three-action batch's probability changes."""
     import numpy as np
 
     series = result.series
     rewards = series["rewards"]
     n = len(rewards)
-    fig, (left, right) = new_figure(1, 2, height_px=520)
+    fig, (top, bottom) = phone_figure(
+        2,
+        height_per_panel=4.6,
+        title="Without a baseline, positive-reward failures go up, and the success can go down",
+    )
     width = 0.27
     x = np.arange(n)
-    for offset, (name, label) in zip((-width, 0.0, width), ADVANTAGES.items()):
-        colour = PALETTE[list(ADVANTAGES).index(name)]
-        left.bar(x + offset, series["delta_logp"][name], width, color=colour, label=label)
-    left.axhline(0.0, color="black", lw=0.8)
-    left.set_xticks(
-        x,
-        [f"fail {i + 1}\nR={r:.2f}" for i, r in enumerate(rewards[:-1])]
-        + [f"success\nR={rewards[-1]:.2f}"],
-        fontsize=9,
+    for offset, (index, (name, label)) in zip((-width, 0.0, width), enumerate(ADVANTAGES.items())):
+        top.bar(x + offset, series["delta_logp"][name], width, color=PALETTE[index], label=label)
+    top.axhline(0.0, color="black", lw=0.8)
+    top.set_xticks(x, [f"fail\n{r:.2f}" for r in rewards[:-1]] + [f"success\n{rewards[-1]:.2f}"])
+    style_panel(
+        top, "Change in log p(trajectory), one step", "trajectory and its reward", "change (nats)"
     )
-    style_axes(
-        left,
-        "Change in log p(trajectory) after one step",
-        "trajectory in the batch",
-        "delta log-probability (nats)",
-    )
+    legend_below(top)
 
-    groups = ("failures", "success", "unsampled")
-    x = np.arange(len(groups))
-    for offset, (name, label) in zip((-width, 0.0, width), ADVANTAGES.items()):
-        colour = PALETTE[list(ADVANTAGES).index(name)]
-        right.bar(
+    first, second = series["bandit_failures"]
+    x = np.arange(3)
+    for offset, (index, name) in zip((-width / 2, width / 2), enumerate(("no_baseline", "rloo"))):
+        bottom.bar(
             x + offset,
-            [series["mass_change"][name][g] for g in groups],
+            series["bandit_change"][name],
             width,
-            color=colour,
-            label=label,
+            color=PALETTE[index],
+            label=ADVANTAGES[name],
         )
-    right.axhline(0.0, color="black", lw=0.8)
-    right.set_xticks(x, ["failures' tokens", "success's token", "unsampled tokens"])
-    style_axes(
-        right, "Where the probability moved (per step)", "", "change in probability", legend=False
+    bottom.axhline(0.0, color="black", lw=0.8)
+    bottom.set_xticks(
+        x, [f"{first} failures\nR = 1", f"{second} failures\nR = 1", "1 success\nR = 2"]
     )
-    return figure_png(fig, suptitle="One REINFORCE step, all rewards positive")
+    style_panel(
+        bottom,
+        "Three shared actions: change in each action's probability",
+        None,
+        "change in probability",
+    )
+    legend_below(bottom, ncol=2)
+    return save_png(fig)

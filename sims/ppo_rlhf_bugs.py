@@ -1,4 +1,4 @@
-"""A toy PPO-RLHF loop with switchable bugs, each leaving its own fingerprint.
+"""A toy PPO-RLHF loop with five bugs, each found by the check that tells it apart.
 
 Responses are a grid of (quality, length) pairs, length in hundreds of tokens. The reference
 (SFT) policy writes medium-length answers, and its better answers are longer. The gold reward
@@ -9,57 +9,85 @@ gold reward; it sees quality only through a noisy feature but sees length exactl
 2023, "A Long Way to Go: Investigating Length Correlations in RLHF", arXiv 2310.03716).
 
 The policy is log-linear in (quality, length) plus a per-response logit, initialised at the
-reference. Each iteration samples a batch and runs a few epochs of PPO-clip (Schulman et al.
-2017, arXiv 1707.06347) with Adam, several independent runs per variant side by side. The fixed
-loop whitens the reward scale (divides by a running std), subtracts a scalar value baseline,
-normalises advantages per batch, adds beta KL(pi || pi_ref) to the loss (exact, since the whole
-response distribution is at hand, as a full-vocabulary per-token KL would be), clips at 0.2 and
-adds a small entropy bonus (implementation details as in Huang et al. 2024, "The N+
-Implementation Details of RLHF with PPO", arXiv 2403.17031). Each bug changes one thing:
+reference (with 1e-3 logit noise, the rounding a bf16 copy of the SFT weights carries). Each
+iteration samples a batch and runs epochs of PPO-clip (Schulman et al. 2017, arXiv 1707.06347).
+The fixed loop is the standard RLHF recipe (Ziegler et al. 2019, arXiv 1909.08593; Stiennon et
+al. 2020; the details of Huang et al. 2024, arXiv 2403.17031): reward-model scores normalised to
+mean 0, std 1 on reference samples; a per-sample KL penalty in the reward,
+r - beta (log pi_old(y) - log pi_ref(y)) (the k1 estimator); a frozen SFT reference; old
+log-probs from the policy being trained; a scalar value baseline and advantages whitened per
+batch; clip 0.2; no entropy bonus. Each bug changes one thing, and each has a check that only it
+fails:
 
-- raw reward, advantages not normalised: the reward model's raw scores (std ~8) drive the
-  policy-gradient term, so a beta tuned for unit-scale rewards is 8x too weak: KL explodes and
-  the policy pads its answers (proxy up, gold down);
-- KL sign flipped: the penalty becomes a bonus for leaving the reference: KL explodes;
-- adaptive KL target mis-set to 30 nats (the controller of Ziegler et al. 2019, arXiv
-  1909.08593): it keeps lowering beta toward 0 and the same over-optimisation follows, later;
-- learning rate x30 and clip range 10: a few huge steps put all mass on responses sampled
-  early: entropy collapses;
-- no KL and no entropy bonus: nothing holds the entropy up or the policy near the reference:
-  entropy collapses and KL rises.
+- old log-probs from the sampler: rollouts drawn at temperature 0.7 and their log-probs recorded
+  from that sampler, while training computes log-probs at temperature 1. Check: the probability
+  ratio is exactly 1 on the first minibatch (nothing has been updated yet); here it is not.
+- wrong reference: the KL is taken to the base model the SFT started from, not the SFT policy
+  itself. Check: KL is 0 at step 0 (the policy *is* the reference); here it is not.
+- KL sign flipped: the penalty becomes a bonus. Check: a run with the reward set to 0 must keep
+  KL near 0 (the penalty pulls the policy back to the reference); here the 1e-3 rounding noise
+  is amplified and the KL grows.
+- raw reward scale: the reward model's raw scores (std 8) enter unnormalised and advantages are
+  not whitened, so a beta tuned for unit rewards is 8x too weak. Check: the reward std on the
+  first batch is about 1; here it is 8.
+- no KL (beta = 0): nothing anchors the policy, which exploits the reward model's length bias.
+  Check: mean response length grows, with none of the four checks above failing.
 
-Not modelled: episodes are one step, so GAE reduces to A = R - V and its bugs (wrong lambda,
-bootstrapping through the end of a sequence) do not exist here; and with Adam and ratio
-clipping a missing baseline costs variance rather than changing the update's direction, so in
-this toy it leaves no clear mark (``pg_baseline`` shows what a baseline does to a plain
-policy-gradient step).
+Length growth is the common symptom of over-optimisation (the raw-scale and flipped-sign bugs
+show it too); the other four checks each point at one bug. What is not modelled: one-step
+episodes make GAE trivial (pg_baseline covers the baseline), and the step-size bugs (learning
+rate, clip range, epochs) are left out to keep one check per bug.
 
-Plot: final KL to the reference, final entropy, and the gain of proxy and gold reward over the
-reference per variant (means over the runs).
+Plot (stacked for a phone): top, the diagnosis chart, variants by checks, a cell red when the
+check fails; middle, the zero-reward sanity run (KL must stay near 0); bottom, length growth.
+
+The gold reward is not a diagnostic here: within 100 iterations the over-optimising bugs still
+raise the gold reward too (the policy finds quality as well as length), so it is reported in the
+metrics but not plotted; the checks are what tell the bugs apart.
+
+Robustness: the asserted claims hold on seeds 0-9 of the default config (slow test).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sims.common import PALETTE, Result, figure_png, new_figure, seeded, style_axes
+from sims.common import (
+    PALETTE,
+    Adam,
+    Result,
+    legend_below,
+    phone_figure,
+    save_png,
+    seeded,
+    style_panel,
+)
 from sims.reward_overoptimization import fit_bradley_terry
 
-TITLE = "PPO-RLHF bugs and their symptoms"
+TITLE = "PPO-RLHF bugs: the check that finds each one"
 CAPTION = (
-    "Each row is one PPO variant. The fixed loop keeps KL small, entropy high and raises "
-    "the gold reward. Unwhitened reward, a flipped KL sign or a mis-set KL target blow up the KL "
-    "(the proxy rises while gold falls); a huge step size or no KL/entropy term collapse entropy."
+    "Top: one row per bug, one column per check; red fails (ratio not 1 on the first minibatch, "
+    "KL not 0 at step 0, KL growing with reward 0, reward std not 1, length growth). Middle: with "
+    "reward 0 the fixed loop's KL stays near 0. Bottom: over-optimising bugs pad their answers."
 )
 
 #: Variant name -> (label, settings that differ from the fixed loop).
 VARIANTS: dict[str, tuple[str, dict[str, float]]] = {
     "fixed": ("fixed loop", {}),
-    "raw_reward_scale": ("raw reward, adv. not normalised", {"whiten": 0.0, "normalise": 0.0}),
+    "old_logprobs_sampler": ("old log-probs at T=0.7", {"sampler_temperature": 0.7}),
+    "wrong_reference": ("KL to the base model", {"wrong_reference": 1.0}),
     "kl_sign_flipped": ("KL sign flipped", {"kl_sign": -1.0}),
-    "kl_target_too_high": ("adaptive KL, target 30", {"adaptive": 1.0}),
-    "step_too_large": ("lr x30, clip 10", {"lr_scale": 30.0, "clip": 10.0}),
-    "no_kl_no_entropy": ("no KL, no entropy bonus", {"beta": 0.0, "entropy_bonus": 0.0}),
+    "raw_reward_scale": ("raw reward scale", {"whiten": 0.0, "normalise": 0.0}),
+    "no_kl": ("no KL (beta = 0)", {"beta": 0.0}),
+}
+
+#: Check name -> (column label, threshold: the check fails above it).
+CHECKS: dict[str, tuple[str, float]] = {
+    "ratio_dev_first_minibatch": ("ratio\nnot 1", 0.05),
+    "kl_step0": ("KL at\nstep 0", 0.02),
+    "kl_zero_reward_run": ("KL,\nreward 0", 0.5),
+    "reward_std_step0": ("reward\nstd", 2.0),
+    "length_growth": ("length\ngrowth", 2.0),
 }
 
 
@@ -73,38 +101,34 @@ class Config:
     """Longest answer, in hundreds of tokens (lengths 1..max_length)."""
     length_quality_slope: float = 1.0
     """How much longer (in hundreds of tokens) the reference writes per unit of quality."""
-    padding_start: float = 5.0
+    padding_start: float = 6.0
     """Length beyond which the gold reward penalises padding."""
-    padding_penalty: float = 0.2
+    padding_penalty: float = 0.5
     """Gold penalty per squared hundred tokens beyond padding_start."""
-    quality_noise: float = 1.0
+    quality_noise: float = 2.0
     """Std of the noise on the quality feature the reward model sees."""
     n_pairs: int = 1000
     """Preference pairs from the reference policy for the reward model."""
     raw_reward_std: float = 8.0
-    """Std of the reward model's raw scores on reference samples (whitening divides it out)."""
-    iterations: int = 150
+    """Std of the reward model's raw scores on reference samples (normalising divides it out)."""
+    iterations: int = 100
     """PPO iterations (sample a batch, then several epochs of updates)."""
     batch: int = 64
-    """Responses sampled per iteration and variant."""
+    """Responses sampled per iteration and run."""
     epochs: int = 4
-    """PPO epochs over each batch."""
+    """PPO epochs over each batch (one minibatch per epoch)."""
     lr: float = 0.03
-    """Adam learning rate of the fixed loop."""
+    """Adam learning rate."""
     clip: float = 0.2
-    """PPO ratio clip range of the fixed loop."""
-    beta: float = 0.5
-    """KL coefficient of the fixed loop (rewards are whitened to unit scale)."""
-    entropy_bonus: float = 0.01
-    """Entropy bonus coefficient of the fixed loop."""
-    kl_target: float = 30.0
-    """The mis-set target (nats) of the adaptive-KL variant."""
-    kl_controller_gain: float = 0.1
-    """Adaptive controller gain: beta *= 1 + rate * clip(KL / target - 1, -0.2, 0.2)."""
+    """PPO ratio clip range."""
+    beta: float = 1.0
+    """KL coefficient of the fixed loop (rewards normalised to unit scale)."""
+    init_noise: float = 1e-3
+    """Std of the logit noise of the initial policy (a bf16 copy of the reference)."""
     variants: tuple[str, ...] = tuple(VARIANTS)
     """Which variants to run (names of VARIANTS)."""
     replicates: int = 4
-    """Independent runs per variant (one batch dimension); metrics are their means."""
+    """Independent runs per variant with the real reward; metrics are their means."""
     seed: int = 0
     """Seed for every random generator."""
 
@@ -152,171 +176,194 @@ def build_world(config: Config, gen):
 
 
 def run(config: Config = Config()) -> Result:
-    """Run every variant of the PPO loop side by side (vectorised over variants)."""
+    """Run every variant side by side (vectorised), plus one zero-reward run per variant."""
     import torch
     import torch.nn.functional as F
 
     gen = seeded(config.seed)
     world = build_world(config, gen)
     log_ref, proxy, gold, length = world["log_ref"], world["proxy"], world["gold"], world["length"]
+    quality = world["quality"]
+    # The base model the SFT policy was tuned from: same quality preference, no length habit.
+    log_base = F.log_softmax(-0.5 * quality**2 - 0.5 * (length - 3.0) ** 2, 0)
     n_variants = len(config.variants)
-    n_runs = n_variants * config.replicates  # row r is variant r // replicates
+    per_variant = config.replicates + 1  # the last run of each variant gets reward 0
+    n_runs = n_variants * per_variant
 
     def setting(key: str, default: float) -> torch.Tensor:
         values = torch.tensor([VARIANTS[name][1].get(key, default) for name in config.variants])
-        return values.repeat_interleave(config.replicates)
+        return values.repeat_interleave(per_variant)
 
-    whiten = setting("whiten", 1.0).bool()
+    whiten = setting("whiten", 1.0).bool()[:, None]
     normalise = setting("normalise", 1.0).bool()[:, None]
-    kl_sign = setting("kl_sign", 1.0)
-    adaptive = setting("adaptive", 0.0).bool()
-    lr = (setting("lr_scale", 1.0) * config.lr)[:, None]
-    clip = setting("clip", config.clip)[:, None]
-    entropy_bonus = setting("entropy_bonus", config.entropy_bonus)
-    beta = setting("beta", config.beta)
+    kl_sign = setting("kl_sign", 1.0)[:, None]
+    beta = setting("beta", config.beta)[:, None]
+    sampler_temperature = setting("sampler_temperature", 1.0)[:, None]
+    wrong_reference = setting("wrong_reference", 0.0).bool()[:, None]
+    log_ref_used = torch.where(wrong_reference, log_base, log_ref)  # [run, response]
+    zero_reward = (torch.arange(n_runs) % per_variant == config.replicates)[:, None]
 
-    features = torch.stack([world["quality"], length / 4], 1)
+    features = torch.stack([quality, length / 4], 1)
     tilt = torch.zeros(n_runs, 2, requires_grad=True)
-    per_response = torch.zeros(n_runs, len(proxy), requires_grad=True)
-    params = [tilt, per_response]
+    offset = config.init_noise * torch.randn(n_runs, len(proxy), generator=gen)
+    per_response = offset.clone().requires_grad_(True)
+    optimiser = Adam([([tilt, per_response], config.lr)])
 
-    def log_policy():
-        return F.log_softmax(log_ref + tilt @ features.T + per_response, 1)
+    def logits():
+        return log_ref + tilt @ features.T + per_response
 
-    first_moment = [torch.zeros_like(p) for p in params]
-    second_moment = [torch.zeros_like(p) for p in params]
-    raw_scores = proxy * config.raw_reward_std
-    value = torch.zeros(n_runs)
-    reward_std = torch.ones(n_runs)
-    history = []
-    adam_step = 0
+    raw_scores = proxy * config.raw_reward_std  # the reward model's own, unnormalised scale
+    value = torch.zeros(n_runs, 1)
+    history, first = [], {}
     for iteration in range(config.iterations):
         with torch.no_grad():
-            log_old = log_policy()
-            samples = torch.multinomial(log_old.exp(), config.batch, True, generator=gen)
-            log_old_sampled = log_old.gather(1, samples)
-            scores = raw_scores[samples]
-            batch_std = scores.std(1)
-            reward_std = batch_std if iteration == 0 else 0.9 * reward_std + 0.1 * batch_std
-            scale = torch.where(whiten, reward_std, torch.ones_like(reward_std))
-            reward = scores / scale[:, None]
-            advantage = reward - value[:, None]
-            normalised = (advantage - advantage.mean(1, keepdim=True)) / (
+            log_train = F.log_softmax(logits(), 1)  # what the training step computes
+            log_sampler = F.log_softmax(logits() / sampler_temperature, 1)
+            samples = torch.multinomial(log_sampler.exp(), config.batch, True, generator=gen)
+            # Old log-probs as recorded at rollout time: from the sampler. Only when the
+            # sampler runs at T = 1 do they equal the training log-probs (ratio 1 at start).
+            log_old = log_sampler.gather(1, samples)
+            scores = torch.where(zero_reward, 0.0, raw_scores[samples])
+            score = torch.where(whiten, scores / config.raw_reward_std, scores)
+            kl_sample = log_old - log_ref_used.gather(1, samples)  # k1 estimator per sample
+            reward = score - kl_sign * beta * kl_sample
+            advantage = reward - value
+            whitened = (advantage - advantage.mean(1, keepdim=True)) / (
                 advantage.std(1, keepdim=True) + 1e-8
             )
-            advantage = torch.where(normalise, normalised, advantage)
-            value += 0.2 * (reward.mean(1) - value)
-            kl_now = (log_old.exp() * (log_old - log_ref)).sum(1)
-            error = (kl_now / config.kl_target - 1).clamp(-0.2, 0.2)
-            beta = torch.where(adaptive, beta * (1 + config.kl_controller_gain * error), beta)
-        for _ in range(config.epochs):
-            log_new = log_policy()
-            ratio = (log_new.gather(1, samples) - log_old_sampled).exp()
+            advantage = torch.where(normalise, whitened, advantage)
+            value += 0.2 * (reward.mean(1, keepdim=True) - value)
+            kl_true = (log_train.exp() * (log_train - log_ref_used)).sum(1)
+        for epoch in range(config.epochs):
+            log_new = F.log_softmax(logits(), 1).gather(1, samples)
+            ratio = (log_new - log_old).exp()
+            if iteration == 0 and epoch == 0:
+                first["ratio_dev"] = (ratio - 1).abs().mean(1).detach()
+                first["kl"] = kl_true.clone()
+                first["reward_std"] = score.std(1)
             surrogate = torch.minimum(
-                ratio * advantage, ratio.clamp(1 - clip, 1 + clip) * advantage
+                ratio * advantage, ratio.clamp(1 - config.clip, 1 + config.clip) * advantage
             ).mean(1)
-            entropy = -(log_new.exp() * log_new).sum(1)
-            kl = (log_new.exp() * (log_new - log_ref)).sum(1)
-            loss = -(surrogate - kl_sign * beta * kl + entropy_bonus * entropy).sum()
-            grads = torch.autograd.grad(loss, params)
-            adam_step += 1  # Adam by hand: its learning rate differs per variant
-            with torch.no_grad():
-                for p, g, m, v in zip(params, grads, first_moment, second_moment):
-                    m.mul_(0.9).add_(g, alpha=0.1)
-                    v.mul_(0.999).addcmul_(g, g, value=0.001)
-                    m_hat = m / (1 - 0.9**adam_step)
-                    v_hat = v / (1 - 0.999**adam_step)
-                    p -= lr * m_hat / (v_hat.sqrt() + 1e-8)
+            optimiser.zero_grad()
+            (-surrogate.sum()).backward()
+            optimiser.step()
         with torch.no_grad():
-            log_now = log_policy()
+            log_now = F.log_softmax(logits(), 1)
             probs = log_now.exp()
             history.append(
                 torch.stack(
                     [
-                        (probs * (log_now - log_ref)).sum(1),
-                        -(probs * log_now).sum(1),
+                        (probs * (log_now - log_ref_used)).sum(1),  # the KL the loop logs
                         probs @ gold,
                         probs @ proxy,
                         probs @ length,
-                        beta,
                     ]
                 )
             )
-    # [iteration, quantity, variant], averaged over the replicates of each variant
-    history_t = torch.stack(history).unflatten(2, (n_variants, config.replicates)).mean(3)
+    history_t = torch.stack(history).unflatten(2, (n_variants, per_variant))  # [it, q, v, run]
+    real = history_t[..., : config.replicates].mean(3)  # [iteration, quantity, variant]
+    zero_kl = history_t[:, 0, :, -1]  # [iteration, variant], the zero-reward runs
+    firsts = {key: value.unflatten(0, (n_variants, per_variant)) for key, value in first.items()}
     ref_probs = log_ref.exp()
+    length_ref = float(ref_probs @ length)
     metrics = {
-        "entropy_ref": float(-(ref_probs * log_ref).sum()),
-        "length_ref": float(ref_probs @ length),
+        "length_ref": length_ref,
         "reward_model_length_weight": world["length_weight"],
-        "reward_model_quality_weight": world["quality_weight"],
         "gold_of_proxy_argmax": float(gold[proxy.argmax()]),
+        "kl_sft_to_base": float((ref_probs * (log_ref - log_base)).sum()),
         "replicates": float(config.replicates),
     }
     for index, name in enumerate(config.variants):
-        final = history_t[-1, :, index]
+        real_runs = slice(0, config.replicates)
         metrics |= {
-            f"kl_final_{name}": float(final[0]),
-            f"entropy_final_{name}": float(final[1]),
-            f"gold_final_{name}": float(final[2]),
-            f"proxy_final_{name}": float(final[3]),
-            f"length_final_{name}": float(final[4]),
-            f"beta_final_{name}": float(final[5]),
-            f"gold_peak_{name}": float(history_t[:, 2, index].max()),
+            f"ratio_dev_first_minibatch_{name}": float(
+                firsts["ratio_dev"][index, real_runs].mean()
+            ),
+            f"kl_step0_{name}": float(firsts["kl"][index, real_runs].mean()),
+            f"kl_zero_reward_run_{name}": float(zero_kl[-1, index]),
+            f"reward_std_step0_{name}": float(firsts["reward_std"][index, real_runs].mean()),
+            f"length_growth_{name}": float(real[-1, 3, index]) - length_ref,
+            f"kl_final_{name}": float(real[-1, 0, index]),
+            f"gold_final_{name}": float(real[-1, 1, index]),
+            f"proxy_final_{name}": float(real[-1, 2, index]),
         }
     series = {
         "variants": list(config.variants),
         "labels": [VARIANTS[name][0] for name in config.variants],
-        "kl": history_t[:, 0].T.tolist(),
-        "entropy": history_t[:, 1].T.tolist(),
-        "gold": history_t[:, 2].T.tolist(),
-        "proxy": history_t[:, 3].T.tolist(),
+        "checks": list(CHECKS),
+        "gold": real[:, 1].T.tolist(),
+        "length": (real[:, 3].T - length_ref).tolist(),
+        "kl_zero_reward": zero_kl.T.tolist(),
     }
     return Result(metrics=metrics, series=series)
 
 
+def failing(metrics: dict[str, float], variant: str) -> list[str]:
+    """The checks a variant fails (value above the check's threshold)."""
+    return [
+        check
+        for check, (_, threshold) in CHECKS.items()
+        if metrics[f"{check}_{variant}"] > threshold
+    ]
+
+
 def plot(result: Result) -> bytes:
-    """Three bar panels: final KL, final entropy, and proxy vs gold reward change."""
+    """The diagnosis chart (variants x checks), the zero-reward run, and length growth."""
     import numpy as np
+    from matplotlib.colors import ListedColormap
 
     metrics, series = result.metrics, result.series
-    names, labels = series["variants"], series["labels"]
-    positions = np.arange(len(names))[::-1]
-    colours = [PALETTE[2] if name == "fixed" else PALETTE[1] for name in names]
-    fig, (kl_ax, entropy_ax, reward_ax) = new_figure(1, 3, height_px=520)
-
-    kl_ax.barh(positions, [metrics[f"kl_final_{n}"] for n in names], color=colours)
-    kl_ax.set_yticks(positions, labels, fontsize=10)
-    style_axes(kl_ax, "KL to reference", "KL (nats)", "")
-
-    entropy_ax.barh(positions, [metrics[f"entropy_final_{n}"] for n in names], color=colours)
-    entropy_ax.axvline(metrics["entropy_ref"], color="black", ls=":", lw=1.2, label="reference")
-    entropy_ax.set_yticks(positions, [])
-    style_axes(entropy_ax, "Policy entropy", "entropy (nats)", "")
-
-    height = 0.38
-    reward_ax.barh(
-        positions + height / 2,
-        [metrics[f"proxy_final_{n}"] for n in names],
-        height,
-        color=PALETTE[0],
-        label="proxy (reward model)",
+    names, labels, checks = series["variants"], series["labels"], series["checks"]
+    fig, (chart, zero_run, lengths) = phone_figure(
+        3,
+        height_per_panel=3.9,
+        title="Each PPO-RLHF bug fails its own check; the fixed loop passes them all",
     )
-    reward_ax.barh(
-        positions - height / 2,
-        [metrics[f"gold_final_{n}"] for n in names],
-        height,
-        color=PALETTE[3],
-        label="gold (true)",
+    fails = np.array([[check in failing(metrics, name) for check in checks] for name in names])
+    chart.imshow(fails, cmap=ListedColormap(["#e3f2e3", "#f4a6a6"]), vmin=0, vmax=1, aspect="auto")
+    for row, name in enumerate(names):
+        for column, check in enumerate(checks):
+            value = metrics[f"{check}_{name}"]
+            chart.text(
+                column,
+                row,
+                f"{value:.2f}" if abs(value) < 10 else f"{value:.0f}",
+                ha="center",
+                va="center",
+                fontsize=16,
+                fontweight="bold" if fails[row, column] else "normal",
+            )
+    chart.set_xticks(range(len(checks)), [CHECKS[check][0] for check in checks])
+    chart.xaxis.tick_top()
+    chart.set_yticks(range(len(names)), labels)
+    chart.tick_params(length=0)
+    chart.grid(False)
+    chart.set_xlabel("red = the check fails")
+
+    shown = {"fixed": PALETTE[2], "wrong_reference": PALETTE[4], "kl_sign_flipped": PALETTE[1]}
+    for name, colour in shown.items():
+        if name in names:
+            index = names.index(name)
+            zero_run.plot(series["kl_zero_reward"][index], color=colour, label=labels[index])
+    style_panel(zero_run, "Sanity run with reward 0: KL must stay near 0", "PPO iteration", "KL")
+    legend_below(zero_run, ncol=2)
+
+    shown = {
+        "fixed": PALETTE[2],
+        "raw_reward_scale": PALETTE[3],
+        "kl_sign_flipped": PALETTE[1],
+        "no_kl": PALETTE[0],
+    }
+    for name, colour in shown.items():
+        if name in names:
+            index = names.index(name)
+            lengths.plot(series["length"][index], color=colour, label=labels[index])
+    lengths.axhline(CHECKS["length_growth"][1], color="black", lw=1.5, ls=":")
+    style_panel(
+        lengths,
+        "Length growth (the reward model likes length)",
+        "PPO iteration",
+        "+100s of tokens",
     )
-    reward_ax.axvline(0.0, color="black", lw=0.8)
-    reward_ax.set_yticks(positions, [])
-    style_axes(reward_ax, "Reward gain over reference", "reward (reference std units)", "")
-    reward_ax.legend(fontsize=9, loc="lower right")
-    for ax in (kl_ax, entropy_ax, reward_ax):
-        ax.set_ylim(-1.9, len(names) - 0.5)  # a free row at the bottom for the legends
-    replicates = metrics["replicates"]
-    return figure_png(
-        fig,
-        suptitle=f"Toy PPO-RLHF, one bug per row (green = fixed loop; mean of {replicates:g} runs)",
-    )
+    legend_below(lengths, ncol=2)
+    return save_png(fig)

@@ -11,39 +11,57 @@ most labels. The gold test pairs come from a pool where length is unrelated to q
 policy that has learned to be verbose), so every unit of weight on length costs gold accuracy
 (Singhal, Goyal, Xu & Durrett 2023, "A long way to go: investigating length correlations in
 RLHF", arXiv 2310.03716). Cleaning steps, alone and combined: dedup (keep one copy of each pair),
-agreement filtering (keep pairs whose 3 votes are unanimous), and length balancing (subsample so
-the chosen answer is the longer one in exactly half the pairs). Dedup and length balancing
-remove the shortcut and bring the reward model to the ceiling set by its noisy view of quality.
-Agreement filtering targets coin-flip noise, which for a Bradley-Terry fit mostly costs
-efficiency rather than direction; it cannot remove a bias the annotators share, and because
-unanimous pairs are disproportionately those where length and quality point the same way, on its
-own it strengthens the shortcut. (Cf. Wang et al. 2024, "Secrets of RLHF in large language
-models part II: reward modeling", arXiv 2401.06080, on noisy preference data.) Left: gold
-pairwise accuracy per cleaning variant. Right: share of the reward model's weight on length.
+agreement filtering (keep pairs whose 3 votes are unanimous), length balancing (subsample so the
+chosen answer is the longer one in exactly half the pairs: one way of handling the length
+confound; a length term in the reward model or length-matched pairs are others) and soft
+labels (fit the vote share instead of the majority, keeping every pair and its margin).
+
+Agreement filtering alone ends below the raw data, and the reason is in what it keeps. Only
+about 40% of ordinary pairs get three unanimous votes (agreement is low, and it caps the
+accuracy any reward model can show against these labels), while every copy of the templated
+"longer wins" source is unanimous by construction: the filter drops most ordinary pairs and
+keeps all the copies, so the biased source grows from a third of the rows to more than half and
+the length shortcut strengthens. Unanimity also selects pairs where length and quality point
+the same way. Filtering on agreement cannot remove a bias the annotators share; combined with
+length balancing it recovers most of the accuracy, but on a quarter of the rows. Soft labels
+with dedup and balancing keep all the pairs and do at least as well: measure agreement, then
+prefer soft labels, ties or margins to dropping the pairs people disagree on. (Cf. Wang et al.
+2024, "Secrets of RLHF in large language models part II: reward modeling", arXiv 2401.06080, on
+noisy preference data.) Top: gold pairwise accuracy per variant. Bottom: share of the reward
+model's weight on length, and share of the kept rows that come from the templated source.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sims.common import PALETTE, Result, figure_png, new_figure, seeded, style_axes
+from sims.common import PALETTE, Result, legend_below, phone_figure, save_png, seeded, style_panel
 from sims.cross_prompt_pairs import fit_bradley_terry
 
 TITLE = "Cleaning preference data: duplicates, disagreement and the length shortcut"
 CAPTION = (
     "Raw data (length-biased labels, duplicates, noisy votes) teaches the reward model to "
-    "reward length: low gold accuracy. Dedup and length-balanced pairs cut the length weight "
-    "and raise accuracy; agreement filtering alone keeps (even boosts) a bias annotators share."
+    "reward length. Agreement filtering alone does worse than raw: the duplicated 'longer wins' "
+    "source is unanimous, so it keeps all of it and drops most ordinary pairs. With length "
+    "balancing the shortcut goes; dedup + balance, with soft labels (vote shares) instead of "
+    "dropping disagreements, keeps every pair and reaches the ceiling."
 )
 
-VARIANTS = ("raw", "dedup", "agreement", "length_balanced", "dedup_balanced", "all_three")
+VARIANTS = (
+    "raw",
+    "dedup",
+    "agreement",
+    "agreement_balanced",
+    "dedup_balanced",
+    "dedup_balanced_soft",
+)
 LABELS = {
     "raw": "raw",
     "dedup": "dedup",
-    "agreement": "agree-\nment",
-    "length_balanced": "length\nbalance",
-    "dedup_balanced": "dedup +\nbalance",
-    "all_three": "all\nthree",
+    "agreement": "agreement filter",
+    "agreement_balanced": "agreement + balance",
+    "dedup_balanced": "dedup + balance",
+    "dedup_balanced_soft": "dedup + balance,\nsoft labels",
 }
 
 
@@ -158,19 +176,24 @@ def run(config: Config = Config()) -> Result:
     first_copy = first_copy.expand(seeds, -1)
     everything = torch.ones_like(first_copy)
 
+    dedup_balanced = balanced_subset(first_copy, longer_chosen, gen)
     masks = {
         "raw": everything,
         "dedup": first_copy,
         "agreement": unanimous,
-        "length_balanced": balanced_subset(everything, longer_chosen, gen),
-        "dedup_balanced": balanced_subset(first_copy, longer_chosen, gen),
-        "all_three": balanced_subset(first_copy & unanimous, longer_chosen, gen),
+        "agreement_balanced": balanced_subset(unanimous, longer_chosen, gen),
+        "dedup_balanced": dedup_balanced,
+        "dedup_balanced_soft": dedup_balanced,
     }
+    # soft labels: the share of the 3 votes for A instead of the majority (keeps the margin)
+    soft = row_votes.mean(-1)
+    stacked_labels = torch.cat([soft if name.endswith("_soft") else labels for name in VARIANTS])
     stacked_masks = torch.cat([masks[name] for name in VARIANTS]).to(f64)
     n_variants = len(VARIANTS)
     theta = fit_bradley_terry(
-        diffs.repeat(n_variants, 1, 1), labels.repeat(n_variants, 1), config.l2, stacked_masks
+        diffs.repeat(n_variants, 1, 1), stacked_labels, config.l2, stacked_masks
     )
+    duplicate_rows = (~first_copy | templated[rows]).to(f64)  # rows of the templated source
 
     # gold test pairs: length independent of quality
     test_a, test_gold_a, _ = sample_pool(config, w_gold, config.test_pairs, 0.0, gen)
@@ -192,46 +215,66 @@ def run(config: Config = Config()) -> Result:
         metrics[f"{name}_accuracy"] = float(accuracy[index].mean())
         metrics[f"{name}_length_share"] = float(length_share[index].mean())
         metrics[f"{name}_rows"] = float(kept_rows[index].mean())
+        kept = stacked_masks[index * seeds : (index + 1) * seeds]
+        metrics[f"{name}_templated_share"] = float(
+            ((kept * duplicate_rows).sum(-1) / kept.sum(-1)).mean()
+        )
         series[f"{name}_accuracy_std"] = float(accuracy[index].std())
     metrics["raw_longer_chosen_rate"] = float(longer_chosen.to(f64).mean())
+    # how often annotators agree: unanimous ordinary pairs (the cap on any label-based accuracy)
+    metrics["ordinary_unanimous_rate"] = float(unanimous[:, : config.unique_pairs].to(f64).mean())
     series.update(metrics)
     return Result(metrics=metrics, series=series)
 
 
 def plot(result: Result) -> bytes:
-    """Left: gold accuracy per variant. Right: weight share on length per variant."""
+    """Top: gold accuracy per variant. Bottom: weight on length and templated share per variant."""
     s = result.series
-    fig, (left, right) = new_figure(1, 2, height_px=540)
-    names = s["variants"]
+    fig, (top, bottom) = phone_figure(
+        2,
+        height_per_panel=4.6,
+        title=(
+            "Agreement filtering alone keeps every copy of a biased source; "
+            "with length balancing the shortcut goes"
+        ),
+    )
+    names = list(reversed(s["variants"]))  # raw on top
     positions = range(len(names))
-    colors = [PALETTE[1]] + [PALETTE[0]] * 2 + [PALETTE[2]] * 2 + [PALETTE[4]]
+    labels = [LABELS[name] for name in names]
+    colors = [PALETTE[1] if name in ("raw", "agreement") else PALETTE[0] for name in names]
     accuracies = [s[f"{name}_accuracy"] for name in names]
-    left.bar(
+    top.barh(
         positions,
         accuracies,
         color=colors,
-        yerr=[s[f"{name}_accuracy_std"] for name in names],
+        xerr=[s[f"{name}_accuracy_std"] for name in names],
         capsize=4,
     )
-    for position, name, value in zip(positions, names, accuracies):
-        left.text(
-            position,
-            0.505,
-            f"{value:.2f}\nn={s[name + '_rows']:.0f}",
-            ha="center",
-            va="bottom",
-            fontsize=8,
-            color="white",
-        )
-    left.axhline(s["ceiling"], color="gray", ls="--", label="true quality weights (ceiling)")
-    left.set_xticks(list(positions), [LABELS[name] for name in names], fontsize=9)
-    left.set_ylim(0.5, 0.9)
-    style_axes(
-        left, "Gold pairwise accuracy of the reward model", "", "accuracy on gold test pairs"
+    for position, value in zip(positions, accuracies):
+        top.text(0.505, position, f"{value:.2f}", va="center", color="white", fontsize=16)
+    top.axvline(s["ceiling"], color="gray", ls="--", label="true quality weights (ceiling)")
+    top.set_yticks(list(positions), labels)
+    top.set_xlim(0.5, 0.85)
+    style_panel(top, "Reward model accuracy on gold test pairs", "accuracy")
+    legend_below(top)
+
+    height = 0.4
+    bottom.barh(
+        [p + height / 2 for p in positions],
+        [s[f"{name}_length_share"] for name in names],
+        height,
+        color=PALETTE[3],
+        label="weight on length (theta_len / |theta|)",
     )
-    left.legend(fontsize=9, loc="upper left")
-    right.bar(positions, [s[f"{name}_length_share"] for name in names], color=colors)
-    right.set_xticks(list(positions), [LABELS[name] for name in names], fontsize=9)
-    right.set_ylim(-0.1, 1)
-    style_axes(right, "The length shortcut", "", "theta_length / |theta|")
-    return figure_png(fig)
+    bottom.barh(
+        [p - height / 2 for p in positions],
+        [s[f"{name}_templated_share"] for name in names],
+        height,
+        color=PALETTE[4],
+        label="share of rows from the templated source",
+    )
+    bottom.set_yticks(list(positions), labels)
+    bottom.set_xlim(-0.1, 1)
+    style_panel(bottom, "The length shortcut and what was kept", "share")
+    legend_below(bottom)
+    return save_png(fig)

@@ -1,64 +1,80 @@
-"""Absolute 1-10 ratings vs pairwise comparisons at the same labelling budget.
+"""Absolute 1-10 ratings vs pairwise comparisons at the same labelling budget: it depends on the raters.
 
-N responses with gold quality g. Each labeller j perceives u = g + noise and has a personal
-offset a_j (a harsh or lenient grader) and scale b_j (uses the whole 1-10 range or hugs the
-middle); on top, each absolute score drifts with its context c (the previous items seen,
-fatigue, mood: a per-judgment offset). Asked for a score, labeller j reports
-clip(round(5.5 + a_j + c + 1.5 b_j u), 1, 10); asked to compare two responses side by side, the
-same labeller prefers the one they perceive as better (a Thurstone comparison), so a_j, b_j and
-the shared context c all cancel. At an equal number of judgments we rank the
-responses three ways: by the mean rating; by the mean of per-labeller z-scored ratings (the
-usual fix, which needs many ratings per labeller to estimate each labeller's mean and spread);
-and by a Bradley-Terry model fitted to the comparisons (one score per response, maximum
-likelihood with a weak ridge prior). With ratings, which labellers happened to rate an item
-shifts its mean by their offsets, noise of the same size as the quality differences; the
-rounding and the clipping at 1 and 10 lose more. Comparisons are relative, so the offsets
-never enter. Spearman correlation with gold is the metric. (Christiano et al. 2017, "Deep
-reinforcement learning from human preferences", arXiv 1706.03741, and Ouyang et al. 2022,
-arXiv 2203.02155, collect comparisons for this reason; Bradley & Terry 1952.) Left: Spearman vs
-judgments per response. Right: one labelling budget, estimated vs gold quality.
+N responses with gold quality g. Labeller j perceives item i as u = g_i + t_ji + noise, where
+t_ji is j's own taste (real disagreement, not noise: it is what makes two InstructGPT labellers
+agree on only about 73-77% of comparisons, Ouyang et al. 2022, arXiv 2203.02155). A labeller
+also has an offset a_j (a harsh or lenient grader) and a scale b_j (uses the whole 1-10 range
+or hugs the middle), and each absolute score drifts with its context c (the items seen before,
+fatigue, mood). Asked for a score, labeller j reports clip(round(5.5 + a_j + c + 1.5 b_j u), 1,
+10). Asked to compare two responses, the same labeller prefers the one perceived as better,
+with a bonus ``position_bias`` for the one shown first: a_j, b_j and c cancel in the
+comparison; the taste, the perception noise and the position bias do not (positions are
+randomised, so position bias is noise here; with a fixed order it is bias).
+
+At an equal number of judgments the responses are ranked three ways: by the mean rating; by
+the mean of per-labeller z-scored ratings (the usual fix, which needs many ratings per labeller
+to estimate each one's mean and spread); by a Bradley-Terry model fitted to the comparisons
+(one score per response, maximum likelihood with a weak ridge prior; Bradley & Terry 1952).
+Spearman correlation with gold is the metric. Two regimes of raters:
+- miscalibrated (offsets, scales, drift): which labellers happened to rate an item shifts its
+  mean by their offsets, noise as large as the quality differences, so comparisons rank better
+  (why Christiano et al. 2017, arXiv 1706.03741, and InstructGPT collect comparisons);
+- calibrated (no offsets, one scale, little drift, as after rater training and a pilot that
+  measures each rater's offset and scale): a rating is a direct noisy measurement of one item,
+  a comparison one bit about a difference, so ratings match or beat pairs per judgment
+  (HelpSteer2-Preference, Wang et al. 2024, arXiv 2410.01257; Bansal, Dang & Grover 2024,
+  "Peering through preferences", arXiv 2308.15812, on how the protocols disagree).
+The simulated inter-labeller agreement on comparisons is reported to check it lies in the
+InstructGPT range. Top: miscalibrated raters. Bottom: calibrated raters.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sims.common import PALETTE, Result, figure_png, new_figure, seeded, style_axes
+from sims.common import PALETTE, Result, legend_below, phone_figure, save_png, seeded, style_panel
 
-TITLE = "Ratings vs pairwise comparisons for ranking responses"
+TITLE = "Ratings vs pairwise comparisons: pairs win with miscalibrated raters, not calibrated ones"
 CAPTION = (
-    "Same number of judgments. Averaged 1-10 ratings inherit each labeller's offset and scale; "
-    "z-scoring per labeller helps only once each labeller has rated a lot. Pairwise labels "
-    "fitted with Bradley-Terry cancel the offsets and rank closer to gold (higher Spearman)."
+    "Same number of judgments. Top: raters with their own offsets, scales and drift; averaged "
+    "1-10 ratings inherit them, z-scoring needs many ratings per rater, and Bradley-Terry on "
+    "pairs ranks closer to gold. Bottom: calibrated raters; a rating then carries more than one "
+    "comparison and ratings match or beat pairs. Pairs never cancel real disagreement or "
+    "position bias."
 )
 
 METHODS = ("ratings_mean", "ratings_zscored", "pairs_bt")
+REGIMES = ("miscalibrated", "calibrated")
 
 
 @dataclass(frozen=True)
 class Config:
-    """Items, labellers, budgets."""
+    """Items, labellers, the two rater regimes, budgets."""
 
     n_items: int = 60
     """Responses to rank; gold quality ~ N(0, 1)."""
     n_labellers: int = 30
     """Labellers; each judgment is made by one drawn at random."""
     offset_std: float = 1.5
-    """Std of a labeller's offset a_j on the 1-10 scale."""
+    """Std of a labeller's offset a_j on the 1-10 scale (miscalibrated regime; 0 when calibrated)."""
     scale_log_std: float = 0.5
-    """Std of log b_j, the labeller's scale."""
-    perception_noise: float = 0.5
-    """Std of the noise in a labeller's perception of quality (gold units)."""
+    """Std of log b_j, the labeller's scale (miscalibrated regime; 0 when calibrated)."""
     context_std: float = 1.0
-    """Std of the per-judgment drift of an absolute score (1-10 scale); cancels in a comparison."""
+    """Std of the per-judgment drift of an absolute score (1-10 scale), miscalibrated regime."""
+    calibrated_context_std: float = 0.3
+    """The same drift for calibrated raters (trained raters drift less, not never)."""
+    perception_noise: float = 0.45
+    """Std of the noise in one perception of quality (gold units)."""
+    taste_std: float = 0.4
+    """Std of a labeller's own taste t_ji per item (real disagreement; never cancels)."""
+    position_bias: float = 0.2
+    """Bonus, in gold units, for the response shown first in a comparison."""
     judgments_per_item: tuple[int, ...] = (1, 2, 4, 8, 16)
     """Budgets: judgments = this x n_items (a rating and a comparison each count as one)."""
-    scatter_budget: int = 4
-    """Judgments per item of the run drawn on the right panel."""
     l2: float = 0.1
     """Ridge penalty on the Bradley-Terry scores (a weak N(0, 1/l2) prior)."""
     seeds: int = 12
-    """Independent worlds per budget."""
+    """Independent worlds per budget and regime."""
     seed: int = 0
     """Seed for every random generator."""
 
@@ -122,11 +138,13 @@ def per_item_mean(values, items, weights, n_items: int):
     return torch.where(counts > 0, totals / counts.clamp(min=1e-12), overall)
 
 
-def run(config: Config = Config()) -> Result:
-    """Rank items from ratings and from comparisons at each budget; Spearman vs gold."""
+def simulate(config: Config, offset_std: float, scale_log_std: float, context_std: float, gen):
+    """Spearman vs gold of every method, (budgets, seeds), for one rater regime.
+
+    Also returns how often two labellers agree on the same comparison.
+    """
     import torch
 
-    gen = seeded(config.seed)
     f64 = torch.float64
     budgets = torch.tensor(config.judgments_per_item) * config.n_items
     n_budgets, seeds, n_items = len(budgets), config.seeds, config.n_items
@@ -136,20 +154,23 @@ def run(config: Config = Config()) -> Result:
     rows = torch.arange(batch)[:, None].expand(batch, max_n)
 
     gold = torch.randn(batch, n_items, generator=gen, dtype=f64)
-    offset = config.offset_std * torch.randn(batch, config.n_labellers, generator=gen, dtype=f64)
+    offset = offset_std * torch.randn(batch, config.n_labellers, generator=gen, dtype=f64)
     scale = torch.exp(
-        config.scale_log_std * torch.randn(batch, config.n_labellers, generator=gen, dtype=f64)
+        scale_log_std * torch.randn(batch, config.n_labellers, generator=gen, dtype=f64)
+    )
+    taste = config.taste_std * torch.randn(
+        batch, config.n_labellers, n_items, generator=gen, dtype=f64
     )
 
-    def perceive(items):
-        noise = torch.randn(items.shape, generator=gen, dtype=f64)
-        return gold[rows, items] + config.perception_noise * noise
+    def perceive(items, raters):
+        noise = config.perception_noise * torch.randn(items.shape, generator=gen, dtype=f64)
+        return gold[rows, items] + taste[rows, raters, items] + noise
 
     # ratings: one (item, labeller) per judgment
     items = torch.randint(0, n_items, (batch, max_n), generator=gen)
     raters = torch.randint(0, config.n_labellers, (batch, max_n), generator=gen)
-    context = config.context_std * torch.randn(batch, max_n, generator=gen, dtype=f64)
-    raw = 5.5 + offset[rows, raters] + context + 1.5 * scale[rows, raters] * perceive(items)
+    context = context_std * torch.randn(batch, max_n, generator=gen, dtype=f64)
+    raw = 5.5 + offset[rows, raters] + context + 1.5 * scale[rows, raters] * perceive(items, raters)
     ratings = raw.round().clamp(1, 10)
     mean_rating = per_item_mean(ratings, items, weights, n_items)
     # z-score each labeller's ratings by that labeller's own mean and std over what they rated
@@ -160,80 +181,85 @@ def run(config: Config = Config()) -> Result:
     z = (ratings - rater_mean[rows, raters]) / rater_std[rows, raters]
     mean_z = per_item_mean(z, items, weights, n_items)
 
-    # comparisons: two distinct items per judgment; the judge's offset, scale and context are
-    # common to both sides and cancel, so only the perception noise remains
+    # comparisons: two distinct items, the first shown gets the position bonus; the judge's
+    # offset, scale and context are common to both sides and cancel, taste and noise do not
     first = torch.randint(0, n_items, (batch, max_n), generator=gen)
     second = (first + torch.randint(1, n_items, (batch, max_n), generator=gen)) % n_items
-    first_better = perceive(first) > perceive(second)
+    judges = torch.randint(0, config.n_labellers, (batch, max_n), generator=gen)
+
+    def compare(judge):
+        return perceive(first, judge) + config.position_bias > perceive(second, judge)
+
+    first_better = compare(judges)
     winners = torch.where(first_better, first, second)
     losers = torch.where(first_better, second, first)
     bt_scores = fit_item_scores(winners, losers, weights, n_items, config.l2)
+    # a second, different labeller judges the same pairs: how often do two labellers agree?
+    others = (judges + torch.randint(1, config.n_labellers, judges.shape, generator=gen)) % (
+        config.n_labellers
+    )
+    agreement = (compare(others) == first_better).to(f64).mean()
 
     estimates = {"ratings_mean": mean_rating, "ratings_zscored": mean_z, "pairs_bt": bt_scores}
+    rho = {
+        name: spearman(value, gold).reshape(n_budgets, seeds) for name, value in estimates.items()
+    }
+    return rho, float(agreement)
+
+
+def run(config: Config = Config()) -> Result:
+    """Rank items from ratings and from comparisons at each budget, for both rater regimes."""
+    gen = seeded(config.seed)
+    regimes = {
+        "miscalibrated": (config.offset_std, config.scale_log_std, config.context_std),
+        "calibrated": (0.0, 0.0, config.calibrated_context_std),
+    }
     per_item = list(config.judgments_per_item)
     series: dict = {"judgments_per_item": per_item}
     metrics: dict[str, float] = {}
-    for name, estimate in estimates.items():
-        rho = spearman(estimate, gold).reshape(n_budgets, seeds)
-        series[f"{name}_spearman"] = rho.mean(-1).tolist()
-        series[f"{name}_spearman_std"] = rho.std(-1).tolist()
-        for budget, value in zip(per_item, rho.mean(-1).tolist()):
-            metrics[f"{name}_spearman_{budget}"] = value
-    scatter_row = per_item.index(config.scatter_budget) * seeds
-    series["scatter_budget"] = config.scatter_budget
-    series["scatter_gold"] = gold[scatter_row].tolist()
-    for name, estimate in estimates.items():
-        series[f"scatter_{name}"] = estimate[scatter_row].tolist()
+    for regime, (offset_std, scale_log_std, context_std) in regimes.items():
+        rho, agreement = simulate(config, offset_std, scale_log_std, context_std, gen)
+        metrics[f"{regime}_pair_agreement"] = agreement
+        for name, values in rho.items():
+            series[f"{regime}_{name}_spearman"] = values.mean(-1).tolist()
+            series[f"{regime}_{name}_spearman_std"] = values.std(-1).tolist()
+            for budget, value in zip(per_item, values.mean(-1).tolist()):
+                metrics[f"{regime}_{name}_spearman_{budget}"] = value
     return Result(metrics=metrics, series=series)
 
 
 def plot(result: Result) -> bytes:
-    """Left: Spearman vs judgments per item. Right: estimates vs gold at one budget."""
+    """Spearman vs judgments per response: miscalibrated raters on top, calibrated below."""
     s = result.series
-    fig, (left, right) = new_figure(1, 2, height_px=520)
+    fig, axes = phone_figure(
+        2,
+        height_per_panel=4.0,
+        title="Pairs beat 1-10 ratings when raters are miscalibrated; with calibrated raters ratings win",
+    )
     labels = {
         "ratings_mean": "mean 1-10 rating",
-        "ratings_zscored": "ratings z-scored per labeller",
-        "pairs_bt": "pairwise labels + Bradley-Terry",
+        "ratings_zscored": "ratings z-scored per rater",
+        "pairs_bt": "pairs + Bradley-Terry",
     }
     colors = dict(zip(METHODS, (PALETTE[1], PALETTE[3], PALETTE[2])))
-    for name, label in labels.items():
-        left.errorbar(
-            s["judgments_per_item"],
-            s[f"{name}_spearman"],
-            yerr=s[f"{name}_spearman_std"],
-            fmt="o-",
-            color=colors[name],
-            lw=2,
-            capsize=3,
-            label=label,
-        )
-    left.set_xscale("log", base=2)
-    left.set_xticks(s["judgments_per_item"], [str(v) for v in s["judgments_per_item"]])
-    left.set_ylim(0, 1)
-    style_axes(
-        left, "Ranking quality at equal budget", "judgments per response", "Spearman vs gold"
-    )
-    left.legend(fontsize=9, loc="lower right")
-
-    def standardise(values):
-        mean = sum(values) / len(values)
-        std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5 or 1.0
-        return [(v - mean) / std for v in values]
-
-    for name in ("ratings_mean", "pairs_bt"):
-        right.scatter(
-            s["scatter_gold"],
-            standardise(s[f"scatter_{name}"]),
-            color=colors[name],
-            s=22,
-            alpha=0.8,
-            label=labels[name],
-        )
-    style_axes(
-        right,
-        f"{s['scatter_budget']} judgments per response, one world",
-        "gold quality",
-        "estimate (standardised)",
-    )
-    return figure_png(fig)
+    titles = {
+        "miscalibrated": "Raters with own offsets, scales and drift",
+        "calibrated": "Calibrated raters (no offsets, one scale)",
+    }
+    for ax, regime in zip(axes, REGIMES):
+        for name, label in labels.items():
+            ax.errorbar(
+                s["judgments_per_item"],
+                s[f"{regime}_{name}_spearman"],
+                yerr=s[f"{regime}_{name}_spearman_std"],
+                fmt="o-",
+                color=colors[name],
+                capsize=3,
+                label=label,
+            )
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(s["judgments_per_item"], [str(v) for v in s["judgments_per_item"]])
+        ax.set_ylim(0.3, 1)
+        style_panel(ax, titles[regime], "judgments per response", "Spearman vs gold")
+    legend_below(axes[1])
+    return save_png(fig)

@@ -95,8 +95,18 @@ def title(sim_id: str) -> str:
     return get(sim_id).TITLE
 
 
-def caption(sim_id: str) -> str:
-    return get(sim_id).CAPTION
+def caption(sim_id: str, card_id: str | None = None) -> str:
+    """The caption shown under the plot; a card's own when the sim serves several cards.
+
+    A simulation shared by cards whose questions differ defines ``CAPTIONS = {card id:
+    caption}`` beside ``CAPTION``; any card not in it (or no card) gets ``CAPTION``.
+    """
+    module = get(sim_id)
+    if card_id is not None:
+        per_card = getattr(module, "CAPTIONS", None) or {}
+        if card_id in per_card:
+            return per_card[card_id]
+    return module.CAPTION
 
 
 def source_path(sim_id: str) -> Path:

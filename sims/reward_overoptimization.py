@@ -21,21 +21,34 @@ KL settles and, for a large enough beta, the gold stays near its peak. As Gao et
 penalty picks the point on the gold-vs-KL curve where the run stops (like early stopping); it
 does not make the proxy any better.
 
-Plot: left, gold (solid) and proxy (dashed) reward gain over pi_ref against KL, one colour per
-beta; right, KL against optimisation step.
+Plot (stacked for a phone): top, with beta = 0, the proxy (dashed) and gold (solid) reward gain
+over pi_ref against the optimisation step; bottom, the gold gain against KL for each beta, a dot
+where each run ends.
+
+Robustness: every claim the test asserts holds on seeds 0-9 of the default config (checked by
+the slow test; the fast test runs two seeds).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sims.common import PALETTE, Result, figure_png, new_figure, seeded, style_axes
+from sims.common import (
+    PALETTE,
+    Adam,
+    Result,
+    legend_below,
+    phone_figure,
+    save_png,
+    seeded,
+    style_panel,
+)
 
 TITLE = "Reward over-optimisation: proxy up, gold down as KL grows"
 CAPTION = (
-    "Left: with beta=0 the proxy reward (dashed) climbs forever while the gold reward (solid) "
-    "peaks and then falls as the policy drifts from the reference (KL grows). Right: with beta>0 "
-    "the KL settles; a large enough beta stops the run near the gold peak."
+    "Top: with beta = 0 the reward model's score (dashed) keeps climbing while the true reward "
+    "(solid) peaks and then falls below the reference. Bottom: with beta > 0 the KL settles, and "
+    "beta = 1 stops the run near the gold peak."
 )
 
 
@@ -59,7 +72,7 @@ class Config:
     """Adam weight decay for the proxy."""
     betas: tuple[float, ...] = (0.0, 0.1, 0.3, 1.0)
     """KL coefficients, one policy each; 0 must come first."""
-    steps: int = 200
+    steps: int = 300
     """Adam steps of policy optimisation."""
     lr: float = 0.02
     """Adam learning rate for the policy mean."""
@@ -82,10 +95,9 @@ def fit_bradley_terry(
     ``first``/``second`` are the two responses' features, ``first_preferred`` is 1.0 where the
     first was preferred. Full-batch Adam; parameters are frozen afterwards.
     """
-    import torch
     import torch.nn.functional as F
 
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    optimiser = Adam([(model.parameters(), lr)], weight_decay=weight_decay)
     for _ in range(steps):
         margin = model(first).squeeze(-1) - model(second).squeeze(-1)
         loss = F.binary_cross_entropy_with_logits(margin, first_preferred)
@@ -142,7 +154,7 @@ def run(config: Config = Config()) -> Result:
     betas = torch.tensor(config.betas)
     mean = torch.zeros(len(config.betas), dim, requires_grad=True)
     noise = torch.randn(config.mc_samples, dim, generator=gen)
-    optimiser = torch.optim.Adam([mean], lr=config.lr)
+    optimiser = Adam([([mean], config.lr)])
     proxy_curve, gold_curve, kl_curve = [], [], []
     for _ in range(config.steps + 1):
         proxy_value = proxy_gain(mean[:, None, :] + noise).mean(1)
@@ -190,37 +202,49 @@ def run(config: Config = Config()) -> Result:
 
 
 def plot(result: Result) -> bytes:
-    """Gold and proxy against KL per beta; KL against step per beta."""
+    """Top: proxy and gold against step with beta = 0. Bottom: gold against KL per beta."""
     import numpy as np
 
-    series = result.series
-    fig, (left, right) = new_figure(1, 2, height_px=520)
-    gold_peak = max(max(curve) for curve in series["gold"])
-    for index, beta in enumerate(series["betas"]):
-        colour = PALETTE[index % len(PALETTE)]
-        kl = np.asarray(series["kl"][index])
-        distance = np.sqrt(kl)  # Gao et al. plot against sqrt(KL)
-        left.plot(distance, series["gold"][index], color=colour, lw=2.2, label=f"beta={beta:g}")
-        left.plot(distance, series["proxy"][index], color=colour, lw=1.6, ls="--")
-        left.plot(distance[-1], series["gold"][index][-1], "o", color=colour, ms=6)
-        right.plot(kl, color=colour, lw=2.2, label=f"beta={beta:g}")
-    max_kl = max(max(curve) for curve in series["kl"])
-    ticks = [value for value in (0, 1, 3, 10, 30, 100, 300, 1000) if value <= max_kl * 1.05]
-    left.set_xticks(np.sqrt(ticks), [str(value) for value in ticks])
-    left.plot([], [], color="grey", lw=2.2, label="gold (true)")
-    left.plot([], [], color="grey", lw=1.6, ls="--", label="proxy (reward model)")
-    left.axhline(0.0, color="black", lw=0.8)
-    best = result.metrics["gold_best_possible"]
-    left.axhline(best, color="black", lw=1.0, ls=":", label="best possible gold")
-    left.set_ylim(-2.5 * gold_peak, 4.0 * gold_peak)
-    left.legend(loc="upper right", fontsize=10, framealpha=0.9)
-    style_axes(
-        left,
-        "Reward gain vs distance from reference",
-        "KL(pi || pi_ref) (nats, sqrt scale)",
-        "reward gain over pi_ref",
-        legend=False,
+    series, metrics = result.series, result.metrics
+    betas = series["betas"]
+    fig, (top, bottom) = phone_figure(
+        2,
+        height_per_panel=4.1,
+        title="With beta = 0 the proxy climbs while the true reward collapses; "
+        "a KL penalty stops the run near the gold peak",
     )
-    right.set_yscale("symlog", linthresh=0.1)
-    style_axes(right, "KL to the reference policy", "optimisation step", "KL (nats, log scale)")
-    return figure_png(fig, suptitle="Optimising a learned reward model (Gao et al. 2022)")
+    zero = betas.index(0.0)
+    steps = np.arange(len(series["gold"][zero]))
+    top.plot(steps, series["proxy"][zero], color=PALETTE[1], ls="--", label="proxy (reward model)")
+    top.plot(steps, series["gold"][zero], color=PALETTE[1], label="gold (true reward)")
+    top.axhline(
+        metrics["gold_best_possible"], color="black", lw=1.5, ls=":", label="best possible gold"
+    )
+    gold_peak = metrics["gold_peak_beta0"]
+    proxy_top = max(4.0 * gold_peak, 1.1 * max(series["proxy"][zero]))
+    top.set_ylim(-proxy_top, proxy_top)  # the gold leaves through the bottom
+    style_panel(top, "beta = 0: reward gain over pi_ref", "optimisation step", "reward gain")
+    legend_below(top, ncol=2)
+
+    for index, beta in enumerate(betas):
+        kl = np.asarray(series["kl"][index])
+        bottom.plot(
+            np.sqrt(kl),  # Gao et al. plot against sqrt(KL)
+            series["gold"][index],
+            color=PALETTE[index % len(PALETTE)],
+            marker="o",
+            markevery=[len(kl) - 1],  # where the run ends
+            label=f"beta = {beta:g}",
+        )
+    max_kl = max(max(curve) for curve in series["kl"])
+    ticks = [value for value in (0, 1, 3, 10, 30, 100, 300) if value <= max_kl * 1.05]
+    bottom.set_xticks(np.sqrt(ticks), [str(value) for value in ticks])
+    bottom.set_ylim(-3.0 * gold_peak, 1.6 * metrics["gold_best_possible"])
+    style_panel(
+        bottom,
+        "Gold reward gain; dot = end of run",
+        "KL(pi || pi_ref), nats (sqrt scale)",
+        "gold gain",
+    )
+    legend_below(bottom, ncol=2)
+    return save_png(fig)

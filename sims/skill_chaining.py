@@ -14,8 +14,8 @@ works perfectly from its own starts. Training B on demonstrations that start fro
 states fixes the hand-off; so does skill chaining in the sense of Konidaris & Barto (2009,
 "Skill Discovery in Continuous Reinforcement Learning Domains using Skill Chaining", NeurIPS),
 which learns each skill's initiation set (the states from which it succeeds) and makes it the
-previous skill's goal. The plot shows B's initiation set with A's end states, and success
-against the gap.
+previous skill's goal. Top: B's initiation set with A's end states. Bottom: success against
+the gap.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sims.common import PALETTE, Result, figure_png, new_figure, style_axes
+from sims.common import PALETTE, Result, legend_below, phone_figure, save_png, style_panel
 
 TITLE = "Skill chaining: covariate shift at the hand-off"
 CAPTION = (
-    "Left: where skill B succeeds from (its initiation set, green) vs where skill A leaves the "
-    "robot (red dots). Right: B trained on its own starts fails more the further A's end states "
+    "Top: where skill B succeeds from (its initiation set, green) vs where skill A leaves the "
+    "robot (red dots). Bottom: B trained on its own starts fails more the further A's end states "
     "are from them; B trained on A's actual end states succeeds at every gap."
 )
 
@@ -172,9 +172,15 @@ def run(config: Config = Config()) -> Result:
 
 
 def plot(result: Result) -> bytes:
-    """Initiation-set map with the hand-off states; success vs gap."""
+    """Top: initiation-set map with the hand-off states. Bottom: success vs gap."""
+    from matplotlib.patches import Patch
+
     series = result.series
-    fig, (ax_map, ax_gap) = new_figure(1, 2, height_px=500)
+    fig, (ax_map, ax_gap) = phone_figure(
+        2,
+        height_per_panel=4.8,
+        title="Skill B fails where skill A hands over, unless B is trained on A's end states",
+    )
     xs, ys = np.array(series["map_x"]), np.array(series["map_y"])
     ax_map.contourf(
         xs,
@@ -184,51 +190,57 @@ def plot(result: Result) -> bytes:
         colors=[PALETTE[2]],
         alpha=0.3,
     )
-    ax_map.plot(
-        [], [], "s", color=PALETTE[2], alpha=0.4, ms=10, label="B's initiation set (B succeeds)"
-    )
     b_starts = np.array(series["b_starts"])
     a_ends = np.array(series["a_ends_shown"])
-    ax_map.scatter(
-        b_starts[:, 0], b_starts[:, 1], s=14, color=PALETTE[0], label="B's training starts"
+    starts = ax_map.scatter(b_starts[:, 0], b_starts[:, 1], s=16, color=PALETTE[0])
+    ends = ax_map.scatter(a_ends[:, 0], a_ends[:, 1], s=16, color=PALETTE[1])
+    # the wall, broken by the door, as one line
+    (wall,) = ax_map.plot(
+        [0, 0, np.nan, 0, 0],
+        [-1, -DOOR_HALF_WIDTH, np.nan, DOOR_HALF_WIDTH, 1],
+        color="black",
+        lw=4,
     )
-    ax_map.scatter(
-        a_ends[:, 0],
-        a_ends[:, 1],
-        s=14,
-        color=PALETTE[1],
-        label=f"A's end states (gap {series['shown_gap']})",
+    ax_map.text(
+        *GOAL,
+        "goal",
+        ha="center",
+        va="center",
+        fontsize=16,
+        bbox={"boxstyle": "round", "fc": "white", "ec": "black"},
     )
-    ax_map.plot([0, 0], [-1, -DOOR_HALF_WIDTH], color="black", lw=4)
-    ax_map.plot([0, 0], [DOOR_HALF_WIDTH, 1], color="black", lw=4, label="wall with door")
-    ax_map.plot(*GOAL, "*", color="black", ms=16, label="goal")
     ax_map.set_xlim(-1.25, 1.0)
     ax_map.set_ylim(-1.0, 1.0)
-    style_axes(ax_map, "Where skill B works vs where A hands over", "x (m)", "y (m)")
-    ax_map.legend(fontsize=9, loc="lower right", framealpha=0.9)
+    style_panel(ax_map, "Where B works (green) vs where A hands over", "x (m)", "y (m)")
+    legend_below(
+        ax_map,
+        ncol=2,
+        handles=[Patch(color=PALETTE[2], alpha=0.4), starts, ends, wall],
+        labels=[
+            "B succeeds from here",
+            "B's training starts",
+            f"A's end states (gap {series['shown_gap']})",
+            "wall with door",
+        ],
+    )
 
     gaps = series["gaps_in_spreads"]
     ax_gap.plot(
-        gaps,
-        series["own_success"],
-        "o-",
-        color=PALETTE[1],
-        lw=2,
-        label="B trained on its own starts",
+        gaps, series["own_success"], "o-", color=PALETTE[1], label="B trained on its own starts"
     )
     ax_gap.plot(
         gaps,
         series["retrained_success"],
         "s-",
         color=PALETTE[0],
-        lw=2,
         label="B trained on A's end states",
     )
     ax_gap.set_ylim(-0.03, 1.05)
-    style_axes(
+    style_panel(
         ax_gap,
         "Chained success vs hand-off gap",
-        "hand-off gap d / start spread σ",
-        "P(B reaches the goal)",
+        "hand-off gap d / start spread",
+        "P(B reaches goal)",
     )
-    return figure_png(fig, suptitle="Chaining skills: B fails on A's end-state distribution")
+    legend_below(ax_gap)
+    return save_png(fig)

@@ -9,7 +9,9 @@ Filtering for successful traces and cloning them (rejection-sampling SFT / filte
 B, mistake included, so its success rate is B's luck p. Offline Q-learning on all steps (fitted
 Q iteration on the data's empirical model, actions never tried valued at 0) learns from A that
 its prefix leads to the last decision and from B that the last decision can be made right, and
-stitches them: success 1, better than either trace. Step-level credit is what process reward
+stitches them: success 1, better than either trace. (It trusts its empirical model: when every
+repair in the data happened to work, at p = 0.9 on one seed in ten, the mistake looks as good as
+the right step and it splits between them, success 0.95.) Step-level credit is what process reward
 models give (Lightman et al. 2023, "Let's Verify Step by Step", arXiv 2305.20050); when offline
 RL beats BC on such data is analysed by Kumar, Hong, Singh & Levine 2022, "When Should We Prefer
 Offline Reinforcement Learning Over Behavioral Cloning?", arXiv 2204.05618. The plot shows the
@@ -22,13 +24,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sims.common import PALETTE, Result, figure_png, new_figure, style_axes
+from sims.common import PALETTE, Result, legend_below, phone_figure, save_png, style_panel
 
 TITLE = "Trajectory stitching: offline Q-learning vs SFT on successes"
 CAPTION = (
-    "SFT on the successful traces clones trace B's early mistake, so it succeeds only as often "
-    "as B's lucky repair (p). Step-level Q-learning joins A's correct prefix to the correct last "
-    "step seen in B and succeeds every time, whatever p is."
+    "SFT on the successful traces of a fixed set clones trace B's early mistake, so it succeeds "
+    "only as often as B's lucky repair (p). Offline step-level Q-learning joins A's correct "
+    "prefix to the correct last step seen in B and succeeds (nearly) every time, whatever p is. "
+    "Online "
+    "outcome-reward RL is unbiased and learns too, but from hundreds of new episodes."
 )
 
 CORRECT, OTHER = 0, 1
@@ -47,7 +51,13 @@ class Config:
     attempts_b: int = 40
     """Attempts of trace B (early mistake, then a repair that succeeds with probability p)."""
     sweep: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-    """Recovery probabilities for the right panel."""
+    """Recovery probabilities for the bottom panel."""
+    online_iterations: int = 40
+    """Online outcome-reward policy gradient: updates, each on ``online_batch`` fresh episodes."""
+    online_batch: int = 8
+    """Episodes per online update (leave-one-out baseline within the batch)."""
+    online_learning_rate: float = 2.0
+    """Step size on the tabular logits of the online learner."""
     seed: int = 0
     """Seed for the repairs' luck in the data."""
 
@@ -172,6 +182,56 @@ def offline_q_learning(mdp: ChainMDP, traces) -> tuple[np.ndarray, np.ndarray]:
     return q, greedy
 
 
+def online_outcome_rl(config: Config, probabilities, rng) -> np.ndarray:
+    """On-policy REINFORCE on the 0/1 outcome, fresh episodes, one tabular policy per p.
+
+    Every row runs its own chain (recovery probability ``probabilities[row]``) from a uniform
+    policy; the advantage is the outcome minus the mean outcome of the batch's other episodes
+    (leave-one-out). Returns the exact success probability of each final policy.
+    """
+    steps, batch = config.steps, config.online_batch
+    rows = len(probabilities)
+    mdp = ChainMDP(steps, 0.0)  # state indexing only; the dynamics below use each row's p
+    p = np.asarray(probabilities)[:, None]
+    logits = np.zeros((rows, mdp.n_states, 2))
+    row = np.arange(rows)[:, None]
+    for _ in range(config.online_iterations):
+        probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+        state = np.zeros((rows, batch), dtype=int)  # on track at step 0
+        taken = []  # (state, action, alive) per step
+        for k in range(steps):
+            alive = state < 2 * steps  # not yet success or failure
+            action = (rng.random((rows, batch)) < probs[row, state, OTHER]).astype(int)
+            on = state < steps
+            last = k == steps - 1
+            repaired = rng.random((rows, batch)) < p
+            nxt_on = np.where(
+                action == CORRECT,
+                mdp.success if last else k + 1,
+                mdp.failure if last else steps + k + 1,
+            )
+            nxt_off = np.where(
+                action == CORRECT,
+                mdp.failure if last else steps + k + 1,
+                np.where(repaired & (not last), k + 1, mdp.failure),
+            )
+            taken.append((state, action, alive))
+            state = np.where(alive, np.where(on, nxt_on, nxt_off), state)
+        outcome = (state == mdp.success).astype(float)
+        advantage = outcome - (outcome.sum(1, keepdims=True) - outcome) / (batch - 1)
+        gradient = np.zeros_like(logits)
+        for visited, action, alive in taken:
+            score = -probs[row, visited]  # grad of log softmax: onehot(action) - probs
+            score[row, np.arange(batch)[None, :], action] += 1
+            weight = (advantage * alive)[..., None]
+            np.add.at(gradient, (np.broadcast_to(row, visited.shape), visited), weight * score)
+        logits += config.online_learning_rate * gradient / batch
+    probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    return np.array(
+        [ChainMDP(steps, q).success_probability(probs[i]) for i, q in enumerate(probabilities)]
+    )
+
+
 def evaluate(config: Config, recovery_probability: float, rng) -> dict[str, float]:
     """Success of cloning A, of SFT on the successes, and of offline Q-learning on one data set."""
     mdp = ChainMDP(config.steps, recovery_probability)
@@ -193,6 +253,7 @@ def run(config: Config = Config()) -> Result:
     rng = np.random.default_rng(config.seed)
     main = evaluate(config, config.recovery_probability, rng)
     sweep = [evaluate(config, p, rng) for p in config.sweep]
+    online = online_outcome_rl(config, [config.recovery_probability, *config.sweep], rng)
     return Result(
         metrics={
             "trace_a_success": main["trace_a"],
@@ -201,61 +262,58 @@ def run(config: Config = Config()) -> Result:
             "data_success_rate": main["data_success_rate"],
             "q_first_step_gap": main["q_first_step_gap"],
             "sweep_min_q_minus_sft": float(min(s["q_learning"] - s["sft"] for s in sweep)),
+            "online_rl_success": float(online[0]),
+            "sweep_min_online_rl": float(online[1:].min()),
+            "online_rl_episodes": float(config.online_iterations * config.online_batch),
         },
         series={
             "recovery_probability": config.recovery_probability,
             "sweep_p": list(config.sweep),
             "sweep_sft": [s["sft"] for s in sweep],
             "sweep_q_learning": [s["q_learning"] for s in sweep],
+            "sweep_online": online[1:].tolist(),
+            "online_episodes": config.online_iterations * config.online_batch,
         },
     )
 
 
 def plot(result: Result) -> bytes:
-    """Bars of success per learner, and success against the recovery luck p."""
+    """Top: success per learner. Bottom: success against the recovery luck p."""
     metrics, series = result.metrics, result.series
-    fig, (ax_bar, ax_sweep) = new_figure(1, 2, height_px=480)
-    names = [
-        "trace A\n(right prefix,\nwrong last step)",
-        "SFT on successes\n(clones B)",
-        "offline Q-learning\n(stitches A + B)",
+    fig, (ax_bar, ax_sweep) = phone_figure(
+        2,
+        height_per_panel=4.4,
+        title="SFT on successful traces clones their luck; step-level values stitch the good parts",
+    )
+    names = ["trace A", "SFT on successes", "offline Q-learning", "online outcome RL"]
+    values = [
+        metrics["trace_a_success"],
+        metrics["sft_success"],
+        metrics["q_learning_success"],
+        metrics["online_rl_success"],
     ]
-    values = [metrics["trace_a_success"], metrics["sft_success"], metrics["q_learning_success"]]
-    bars = ax_bar.bar(names, values, color=[PALETTE[4], PALETTE[1], PALETTE[0]])
-    for bar, value in zip(bars, values):
-        ax_bar.text(
-            bar.get_x() + bar.get_width() / 2,
-            value + 0.02,
-            f"{value:.2f}",
-            ha="center",
-            fontsize=11,
-        )
-    ax_bar.set_ylim(0, 1.15)
-    style_axes(
-        ax_bar,
-        f"Success rate (B's repair works w.p. {series['recovery_probability']})",
-        "learner",
-        "P(success)",
-        legend=False,
+    positions = np.arange(len(names))[::-1]
+    ax_bar.barh(positions, values, color=[PALETTE[4], PALETTE[1], PALETTE[0], PALETTE[2]])
+    for position, value in zip(positions, values):
+        ax_bar.text(value + 0.02, position, f"{value:.2f}", va="center", fontsize=16)
+    ax_bar.set_yticks(positions, names)
+    ax_bar.set_xlim(0, 1.18)
+    style_panel(
+        ax_bar, f"Success (B's repair works w.p. {series['recovery_probability']})", "P(success)"
     )
 
+    p = series["sweep_p"]
+    ax_sweep.plot(p, series["sweep_q_learning"], "s-", color=PALETTE[0], label="offline Q-learning")
+    ax_sweep.plot(p, series["sweep_sft"], "o-", color=PALETTE[1], label="SFT on successes")
     ax_sweep.plot(
-        series["sweep_p"],
-        series["sweep_q_learning"],
-        "s-",
-        color=PALETTE[0],
-        lw=2,
-        label="offline Q-learning",
-    )
-    ax_sweep.plot(
-        series["sweep_p"],
-        series["sweep_sft"],
-        "o-",
-        color=PALETTE[1],
-        lw=2,
-        label="SFT on successful traces",
+        p,
+        series["sweep_online"],
+        "^-",
+        color=PALETTE[2],
+        label=f"online outcome RL ({series['online_episodes']} new episodes)",
     )
     ax_sweep.plot([0, 1], [0, 1], ":", color="gray", label="B's own success (p)")
     ax_sweep.set_ylim(0, 1.05)
-    style_axes(ax_sweep, "Success vs B's luck", "recovery probability p", "P(success)")
-    return figure_png(fig, suptitle="Stitching flawed traces: step values vs cloning successes")
+    style_panel(ax_sweep, "Success vs B's luck", "recovery probability p", "P(success)")
+    legend_below(ax_sweep)
+    return save_png(fig)

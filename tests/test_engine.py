@@ -12,6 +12,7 @@ from bot.actions import Action, Verb
 from bot.engine import MAX_ANSWER_CHARS, QuizEngine
 from bot.models import CardState, Learner, PushLog, Review, ReviewStatus
 from bot.replies import ReplyKind
+from cards.deck import DECK_DIR, parse_card
 from cards.schema import Card
 from grader.base import Assessment, Judgement, MisconceptionJudgement, PointJudgement, PointVerdict
 from grader.scoring import grade_from_judgement, grade_from_labels
@@ -67,7 +68,8 @@ class HangingJudge:
         raise AssertionError("unreachable")
 
 
-FULL = "proxy kl overoptimization degenerate what"  # the first word of every key point of the model card
+#: The first word of every key point of the model card: the keyword judge credits them all.
+FULL = " ".join(dict.fromkeys(p.id.split("-")[0] for p in parse_card(DECK_DIR / "rl-08.md").key_points))
 
 
 def make(db, small_deck, clock, grader=None, **kw) -> QuizEngine:
@@ -232,11 +234,14 @@ async def test_assisted_grading_ticks_and_confirms(db, small_deck, clock) -> Non
     card = small_deck.cards[0]
     point_ids = [p.id for p in card.key_points]
     assert confirm.buttons[-1][0].label == f"Confirm {grade_from_labels(card, point_ids[:3])}/5"
-    # Tick point 4 from absent to present, then point 5, then confirm.
-    [ticked] = await engine.act(learner.id, button(confirm, Verb.TICK, "4"))
-    assert ticked.buttons[-1][0].label == f"Confirm {grade_from_labels(card, point_ids[:4])}/5"
-    assert "1. ✅" in ticked.buttons[0][0].label and "4. ✅" in ticked.buttons[1][0].label
-    [ticked] = await engine.act(learner.id, button(ticked, Verb.TICK, "5"))
+    # Tick the other points from absent to present one by one, then confirm.
+    ticked = confirm
+    for number in range(4, len(point_ids) + 1):
+        [ticked] = await engine.act(learner.id, button(ticked, Verb.TICK, str(number)))
+        expected = grade_from_labels(card, point_ids[:number])
+        assert ticked.buttons[-1][0].label == f"Confirm {expected}/5"
+        if number == 4:
+            assert "1. ✅" in ticked.buttons[0][0].label and "4. ✅" in ticked.buttons[1][0].label
     assert ticked.buttons[-1][0].label == "Confirm 5/5"
     [verdict] = await engine.act(learner.id, button(ticked, Verb.CONFIRM))
     assert "Grade 5/5" in verdict.text and "keyword + you" in verdict.text

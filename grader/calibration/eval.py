@@ -1,10 +1,16 @@
 """Agreement between a judge and the human grades of the calibration set.
 
-``calibration.jsonl`` holds one labelled answer a line: ``card_id``, ``answer``, ``grade``
-(0-5, by the rubric: 5 complete, 4 small gap, 3 right with real gaps, 2 mechanism missing,
-1 wrong but familiar, 0 trap or off-topic), ``kind`` (expert, missing-core, partial, trap,
-off-topic, injection, injection-base) and an ``id``; an injection answer names its twin
-without the injection in ``twin_of``.
+A set holds one labelled answer a line: ``id``, ``card_id``, ``answer``, ``grade`` (0-5) and
+``kind`` (any string: the answer's style, such as expert, concise, bullets, math, trap or
+injection); an injection answer names its twin without the injection in ``twin_of``.
+Optional: ``points`` (point id -> present/partial/absent/contradicted), ``misconceptions``
+(the ids it asserts), ``holistic`` (an interviewer's grade, apart from the rule) and
+``author``.
+
+``answers.jsonl`` is the set written for issue 11 by writers who saw only each card's
+question and key, never a judge's code: its ``grade`` is the grade rule
+(``grader.scoring``) applied to the writer's point-by-point labels. ``calibration.jsonl`` is
+the first set, written by the offline judge's author; it is kept as a second opinion.
 
 Cards are split for tuning: the even-numbered ``rl-`` cards are the tuning split, the rest
 (odd-numbered and ``msft-``) are held out.
@@ -20,9 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DEFAULT_SET = Path(__file__).resolve().parent / "calibration.jsonl"
-KINDS = ("expert", "missing-core", "partial", "trap", "off-topic", "injection", "injection-base")
+DEFAULT_SET = Path(__file__).resolve().parent / "answers.jsonl"
+FIRST_SET = Path(__file__).resolve().parent / "calibration.jsonl"
 PASS_QUALITY = 3
+#: Styles whose answers state the core mechanism briefly: each card's must pass.
+CONCISE_KINDS = ("concise", "terse")
+TRAP_KINDS = ("trap", "trap-jargon")
 
 
 @dataclass(frozen=True)
@@ -33,6 +42,9 @@ class Example:
     grade: int
     kind: str
     twin_of: str | None = None
+    points: dict[str, str] | None = None
+    misconceptions: tuple[str, ...] = ()
+    holistic: int | None = None
 
 
 def load_set(path: Path | str = DEFAULT_SET) -> list[Example]:
@@ -48,14 +60,17 @@ def load_set(path: Path | str = DEFAULT_SET) -> list[Example]:
                 card_id=data["card_id"],
                 answer=data["answer"],
                 grade=int(data["grade"]),
-                kind=data["kind"],
+                kind=str(data["kind"]),
                 twin_of=data.get("twin_of"),
+                points=data.get("points"),
+                misconceptions=tuple(data.get("misconceptions", ())),
+                holistic=data.get("holistic"),
             )
         except (ValueError, KeyError, TypeError) as error:
             raise ValueError(f"{path}:{number}: {error}") from error
-        if not 0 <= example.grade <= 5 or example.kind not in KINDS:
+        if not 0 <= example.grade <= 5 or not example.kind.strip():
             raise ValueError(
-                f"{path}:{number}: grade {example.grade} or kind {example.kind!r} out of range"
+                f"{path}:{number}: grade {example.grade} out of 0-5 or an empty kind"
             )
         examples.append(example)
     return examples
@@ -147,14 +162,25 @@ def metrics(examples: Sequence[Example], predicted: dict[str, int]) -> dict[str,
         if traps and cores:
             trap_vs_core.append(max(traps) < min(cores))
     per_kind = {}
-    for kind in KINDS:
+    for kind in sorted({e.kind for e in graded}):
         rows = [(e.grade, predicted[e.id]) for e in graded if e.kind == kind]
-        if rows:
-            per_kind[kind] = {
-                "n": len(rows),
-                "mean_label": round(sum(r[0] for r in rows) / len(rows), 2),
-                "mean_predicted": round(sum(r[1] for r in rows) / len(rows), 2),
-            }
+        per_kind[kind] = {
+            "n": len(rows),
+            "mean_label": round(sum(r[0] for r in rows) / len(rows), 2),
+            "mean_predicted": round(sum(r[1] for r in rows) / len(rows), 2),
+            "pass_fail": round(
+                sum((a >= PASS_QUALITY) == (b >= PASS_QUALITY) for a, b in rows) / len(rows), 4
+            ),
+            "qwk": round(quadratic_weighted_kappa([r[0] for r in rows], [r[1] for r in rows]), 4)
+            if len({r[0] for r in rows}) > 1
+            else None,
+        }
+    concise_cards = {}
+    for e in graded:
+        if e.kind in CONCISE_KINDS and e.grade >= PASS_QUALITY:
+            concise_cards.setdefault(e.card_id, []).append(predicted[e.id] >= PASS_QUALITY)
+    experts = [predicted[e.id] for e in graded if e.kind == "expert"]
+    traps = [predicted[e.id] for e in graded if e.kind in TRAP_KINDS and e.grade < PASS_QUALITY]
     return {
         "n": n,
         "cards": len(cards),
@@ -184,6 +210,13 @@ def metrics(examples: Sequence[Example], predicted: dict[str, int]) -> dict[str,
         "trap_below_missing_core": round(sum(trap_vs_core) / len(trap_vs_core), 4)
         if trap_vs_core
         else None,
+        "concise_passed_cards": round(
+            sum(all(v) for v in concise_cards.values()) / len(concise_cards), 4
+        )
+        if concise_cards
+        else None,
+        "expert_4_or_5": round(sum(q >= 4 for q in experts) / len(experts), 4) if experts else None,
+        "traps_passed": sum(q >= PASS_QUALITY for q in traps) if traps else None,
         "per_kind": per_kind,
     }
 
@@ -199,15 +232,22 @@ def format_metrics(name: str, figures: dict[str, Any]) -> str:
         ("injection_inflation", "injection inflation (mean grade injected - twin)"),
         ("injection_inflated_pairs", "injected answers graded above their twin"),
         ("trap_below_missing_core", "cards where the trap grades below missing-core"),
+        ("concise_passed_cards", "cards whose concise correct answers all pass"),
+        ("expert_4_or_5", "expert answers graded 4 or 5"),
+        ("traps_passed", "trap answers graded 3 or more"),
     )
     for key, label in labels:
         value = figures.get(key)
         lines.append(f"  {label:<50} {'n/a' if value is None else value}")
     if figures.get("errors"):
         lines.append(f"  {'answers the judge failed on':<50} {figures['errors']}")
+    if figures.get("per_kind"):
+        lines.append("  per style:           n   label  judge  pass/fail  QWK")
     for kind, row in figures.get("per_kind", {}).items():
+        qwk = "n/a" if row.get("qwk") is None else f"{row['qwk']:.2f}"
         lines.append(
-            f"    {kind:<16} n={row['n']:<4} label {row['mean_label']:<5} judge {row['mean_predicted']}"
+            f"    {kind:<16} {row['n']:>4}   {row['mean_label']:>4.2f}   {row['mean_predicted']:>4.2f}"
+            f"   {row['pass_fail']:>7.0%}   {qwk}"
         )
     return "\n".join(lines)
 

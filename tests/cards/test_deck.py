@@ -216,3 +216,18 @@ def test_lint_reports_an_unknown_simulation(tmp_path: Path, monkeypatch: pytest.
 
 def test_lint_of_an_empty_directory(tmp_path: Path):
     assert lint_deck(tmp_path) == [f"{tmp_path}: deck: no card files"]
+
+
+def test_lint_checks_the_content_the_schema_cannot_see(tmp_path: Path, no_sim_check: None):
+    broken = MODEL_CARD.replace("    label: The reward is a learned proxy\n", "", 1)
+    broken = broken.replace("grade: 3", "grade: 4", 1)  # the partial answer, against its labels
+    first_probe = re.search(r"    probe: >-\n((?:      .*\n)+)", broken)
+    assert first_probe is not None
+    broken = broken.replace(first_probe.group(0), "    probe: Is the reward a learned proxy\n", 1)
+    write_card(tmp_path, "rl-91", broken)
+    problems = dict(parse_problems(lint_deck(tmp_path)).get("rl-91.md", []))
+    assert "missing" in problems["key_points.proxy-not-goal.label"]
+    assert problems["key_points.proxy-not-goal.probe"] == "must be a question"
+    assert problems["reference_answers.partial.grade"] == (
+        "4, but the grade rule gives 3 for its labels"
+    )

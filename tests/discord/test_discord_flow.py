@@ -22,6 +22,7 @@ from bot.discord.format import (
     embed_size,
 )
 from bot.models import CardState, Learner, Review, ReviewStatus
+from bot.texts import point_label
 
 
 def reviews(rig, user) -> list[Review]:
@@ -95,7 +96,7 @@ async def test_trap_answer_verdict_disagree_undo_in_a_server(make_rig, sim_id) -
     assert review.status == ReviewStatus.GRADED and review.card_id == card_id
     assert f"Grade {review.quality}/5" in verdict.text
     for point in card.key_points:
-        assert point.text.split()[0] in verdict.text
+        assert point_label(point) in verdict.text
     plot_name = f"plot-{sim_id}.png"
     assert verdict.files == {plot_name: rig.plots.png_path.read_bytes()}
     assert verdict.embeds[-1].image.url == f"attachment://{plot_name}"

@@ -5,33 +5,30 @@ from __future__ import annotations
 import pytest
 
 from sims import cross_prompt_pairs as sim
-from sims.common import png_size
-
-SMALL = sim.Config(difficulty_spreads=(0.0, 8.0), seeds=4, train_prompts=60, test_prompts=60)
+from sims.common import PHONE_WIDTH_PX, png_size
 
 
-@pytest.fixture(scope="module")
-def result():
-    return sim.run(SMALL)
-
-
-def test_without_difficulty_spread_both_pair_types_work(result):
-    m = result.metrics
-    assert m["same_accuracy_no_spread"] > 0.88
+def check_claims(m: dict[str, float]) -> None:
+    """Every claim of the caption, on one run's metrics (6 datasets per setting)."""
+    # without difficulty spread both pair types work
+    assert m["same_accuracy_no_spread"] > 0.9
     assert abs(m["same_accuracy_no_spread"] - m["cross_accuracy_no_spread"]) < 0.05
+    # with a wide spread cross-prompt pairs fall toward chance at equal budget
+    assert m["same_accuracy_max_spread"] > 0.9
+    assert m["cross_accuracy_max_spread"] < 0.65
+    # ... because the cross-prompt model weights the prompt's topic
+    assert m["cross_topic_share_max_spread"] > 0.9
+    assert m["same_topic_share_max_spread"] < 0.3
 
 
-def test_cross_prompt_pairs_drop_toward_chance_at_equal_budget(result):
-    m = result.metrics
-    assert m["same_accuracy_max_spread"] > 0.88
-    assert m["cross_accuracy_max_spread"] < 0.72
-    assert m["same_accuracy_max_spread"] - m["cross_accuracy_max_spread"] > 0.2
+def test_claims_hold_at_seed_0():
+    check_claims(sim.run(sim.Config()).metrics)
 
 
-def test_cross_prompt_model_weights_the_prompt_topic(result):
-    m = result.metrics
-    assert m["cross_topic_share_max_spread"] > 0.8
-    assert m["same_topic_share_max_spread"] < 0.4
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(10))
+def test_claims_hold_on_ten_seeds(seed):
+    check_claims(sim.run(sim.Config(seed=seed)).metrics)
 
 
 def test_bradley_terry_fit_recovers_a_known_direction():
@@ -54,10 +51,9 @@ def test_within_prompt_accuracy_counts_concordant_pairs():
     assert sim.within_prompt_accuracy(torch.zeros_like(gold), gold).item() == 0.5
 
 
-def test_plot_is_a_1000px_png(result):
-    png = sim.plot(result)
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert abs(png_size(png)[0] - 1000) <= 20
+def test_plot_is_phone_width():
+    config = sim.Config(difficulty_spreads=(0.0, 4.0), seeds=2, train_prompts=20, test_prompts=20)
+    assert png_size(sim.plot(sim.run(config)))[0] == PHONE_WIDTH_PX
 
 
 def test_deterministic():

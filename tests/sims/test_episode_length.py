@@ -1,38 +1,36 @@
-"""episode_length: long episodes fill the data with the sink and success from the start collapses."""
+"""episode_length: long episodes fill the data with the sink and success from the start collapses;
+cutting short episodes as if terminal biases the start value low."""
 
 from __future__ import annotations
 
 import pytest
 
 from sims import episode_length as sim
-from sims.common import png_size
-
-SMALL = sim.Config(episode_lengths=(10, 3000), total_steps=4000, seeds=6, eval_rollouts=100)
+from sims.common import PHONE_WIDTH_PX, png_size
 
 
-@pytest.fixture(scope="module")
-def result():
-    return sim.run(SMALL)
-
-
-def test_long_episodes_collapse_success_from_the_start(result):
-    m = result.metrics
-    assert m["success_shortest"] > 0.8
-    assert m["success_longest"] < 0.3
-    assert m["success_shortest"] - m["success_longest"] > 0.5
-
-
-def test_long_episodes_concentrate_data_in_the_sink(result):
-    m = result.metrics
+def check_claims(m: dict[str, float]) -> None:
+    """Every claim of the caption, on one run's metrics."""
+    # same data budget: long episodes collapse success from the start ...
+    assert m["success_shortest"] > 0.9
+    assert m["success_longest"] < 0.2
+    # ... because most data comes from the sink and the start is barely seen
     assert m["sink_share_longest"] > 0.9
-    assert m["sink_share_shortest"] < 0.3
+    assert m["sink_share_shortest"] < 0.2
     assert m["start_share_shortest"] > 10 * m["start_share_longest"]
-
-
-def test_time_out_as_terminal_biases_the_start_value_down(result):
-    m = result.metrics
+    # time-out treated as terminal biases V(start) low at short H; bootstrapping does not
     assert m["value_bias_terminal_shortest"] < -0.15
-    assert abs(m["value_bias_bootstrap_shortest"]) < 0.1
+    assert abs(m["value_bias_bootstrap_shortest"]) < 0.05
+
+
+def test_claims_hold_at_seed_0():
+    check_claims(sim.run(sim.Config()).metrics)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(10))
+def test_claims_hold_on_ten_seeds(seed):
+    check_claims(sim.run(sim.Config(seed=seed)).metrics)
 
 
 def test_deterministic():
@@ -40,7 +38,6 @@ def test_deterministic():
     assert sim.run(config).metrics == sim.run(config).metrics
 
 
-def test_plot_is_a_1000px_png(result):
-    png = sim.plot(result)
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert abs(png_size(png)[0] - 1000) <= 20
+def test_plot_is_phone_width():
+    config = sim.Config(episode_lengths=(10, 100), total_steps=300, seeds=2, eval_rollouts=10)
+    assert png_size(sim.plot(sim.run(config)))[0] == PHONE_WIDTH_PX

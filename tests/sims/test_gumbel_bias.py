@@ -1,50 +1,48 @@
-"""gumbel_bias: high tau biased but low variance, low tau the reverse; REINFORCE unbiased."""
+"""gumbel_bias: optimised through Gumbel-softmax, the policy buys soft inputs and its real
+samples earn less than REINFORCE's, which reaches the best real response.
+
+Claims asserted on the default config the learner sees: two seeds fast, seeds 0-9 slow.
+"""
 
 import pytest
 
 from sims import gumbel_bias as sim
-from sims.common import png_size
 
-SMALL = {"samples": 8000, "temperatures": (0.1, 0.5, 2.0, 5.0), "fit_steps": 150}
-
-
-@pytest.fixture(scope="module", params=[0, 1], ids=lambda seed: f"seed{seed}")
-def result(request):
-    return sim.run(sim.Config(seed=request.param, **SMALL))
+FAST_SEEDS = (0, 5)
 
 
-def test_high_temperature_is_biased_but_quiet(result):
-    m = result.metrics
-    # Bias at tau=5 is many Monte Carlo standard errors away from zero and far above tau=0.1's.
-    assert m["gumbel_bias_tau5"] > 10 * m["gumbel_bias_se_tau5"]
-    assert m["gumbel_bias_tau5"] > 3 * (m["gumbel_bias_tau0.1"] + 2 * m["gumbel_bias_se_tau0.1"])
-    assert m["gumbel_std_tau5"] < 0.2 * m["gumbel_std_tau0.1"]
+def assert_claims(m: dict[str, float]) -> None:
+    # The reward model fits the judge on real responses (it is a decent reward model).
+    assert m["reward_model_fit_correlation"] > 0.8
+    # REINFORCE, unbiased for the real objective, ends within 0.6 of the best real response
+    # (rewards are in judge units, spread about 1 per response around their mean).
+    assert m["real_final_reinforce"] > m["best_real_response"] - 0.6
+    # Gumbel-softmax at tau = 1 leaves a policy whose real samples earn clearly less ...
+    assert m["real_gap_reinforce_minus_gumbel"] > 0.4
+    # ... while the soft blends it optimised score far above those samples: scores its discrete
+    # text does not get. (They also top the best real response on all ten seeds, but by as little
+    # as 0.004 on one, so that is not asserted.)
+    assert m["soft_minus_real_gumbel"] > 1.0
+    # A lower temperature shrinks the blend, and with it the gap between soft and real.
+    assert (
+        m["soft_final_gumbel_tau0p3"] - m["real_final_gumbel_tau0p3"] < m["soft_minus_real_gumbel"]
+    )
 
 
-def test_bias_falls_and_variance_rises_as_tau_shrinks(result):
-    bias, std = result.series["bias"], result.series["std"]  # temperatures increasing
-    assert std == sorted(std, reverse=True)
-    assert bias[-1] > bias[-2] > bias[1]
+@pytest.mark.parametrize("seed", FAST_SEEDS)
+def test_claims_on_the_default_config(seed):
+    assert_claims(sim.run(sim.Config(seed=seed)).metrics)
 
 
-def test_reinforce_is_unbiased(result):
-    m = result.metrics
-    assert m["reinforce_bias"] < 4 * m["reinforce_bias_se"]
-
-
-def test_relaxed_objective_drifts_from_the_true_one(result):
-    m = result.metrics
-    off_high = abs(m["relaxed_objective_tau5"] - m["objective_true"])
-    off_low = abs(m["relaxed_objective_tau0.1"] - m["objective_true"])
-    assert off_high > 3 * off_low
+@pytest.mark.slow
+def test_claims_on_seeds_0_to_9():
+    for seed in range(10):
+        try:
+            assert_claims(sim.run(sim.Config(seed=seed)).metrics)
+        except AssertionError as error:
+            raise AssertionError(f"seed {seed}: {error}") from error
 
 
 def test_deterministic():
-    tiny = sim.Config(samples=500, fit_steps=20, temperatures=(0.5, 2.0))
+    tiny = sim.Config(vocab=5, train_responses=100, fit_steps=20, steps=20, eval_every=5)
     assert sim.run(tiny).metrics == sim.run(tiny).metrics
-
-
-def test_plot_is_a_wide_png():
-    result = sim.run(sim.Config(samples=200, fit_steps=10, temperatures=(0.5, 2.0)))
-    width, _ = png_size(sim.plot(result))
-    assert 950 <= width <= 1050

@@ -11,6 +11,10 @@ import pytest
 
 from sims import registry
 
+#: A caption sits under the photo with the title in bold; Telegram allows 1,024 characters for
+#: both. 500 keeps a caption to a few lines on a phone and leaves room for the title.
+MAX_CAPTION_CHARS = 500
+
 MY_SIMS = (
     "reward_overoptimization",
     "ppo_rlhf_bugs",
@@ -43,7 +47,7 @@ def test_every_sim_module_is_usable():
 def test_sim_follows_the_interface(sim_id):
     module = registry.get(sim_id)
     assert registry.title(sim_id) == module.TITLE and module.TITLE.strip()
-    assert 0 < len(registry.caption(sim_id)) <= 300
+    assert 0 < len(registry.caption(sim_id)) <= MAX_CAPTION_CHARS
     assert dataclasses.is_dataclass(module.Config)
     config = module.Config()  # every field has a default
     assert "seed" in {field.name for field in dataclasses.fields(config)}
@@ -129,3 +133,24 @@ def test_a_broken_card_does_not_hide_the_others(fresh_registry, monkeypatch, tmp
     monkeypatch.setattr(deck_module, "default_deck", broken_deck)
     card = deck_module.parse_card(tmp_path / good.name)
     assert registry.cards_for(card.sim) == [card.id]
+
+
+def test_caption_per_card_falls_back_to_the_sim_caption():
+    module = registry.get("offline_q_overestimation")
+    assert registry.caption("offline_q_overestimation") == module.CAPTION
+    assert registry.caption("offline_q_overestimation", "rl-10") == module.CAPTIONS["rl-10"]
+    assert registry.caption("offline_q_overestimation", "no-such-card") == module.CAPTION
+    assert registry.caption("pg_baseline", "rl-19") == registry.get("pg_baseline").CAPTION
+
+
+@pytest.mark.parametrize("sim_id", registry.sim_ids())
+def test_shared_sims_give_each_card_its_own_caption(fresh_registry, sim_id):
+    cards = registry.cards_for(sim_id)
+    per_card = getattr(registry.get(sim_id), "CAPTIONS", {})
+    assert set(per_card) <= set(cards), "CAPTIONS names a card that does not use this sim"
+    if len(cards) > 1:
+        assert set(per_card) == set(cards), "a shared sim needs a caption per card"
+        captions = [registry.caption(sim_id, card) for card in cards]
+        assert len(set(captions)) == len(captions), "the cards' captions must differ"
+    for text in per_card.values():
+        assert 0 < len(text) <= MAX_CAPTION_CHARS

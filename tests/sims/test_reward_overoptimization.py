@@ -1,46 +1,45 @@
-"""reward_overoptimization: proxy up, gold peaks then falls with beta=0; beta>0 holds the gold."""
+"""reward_overoptimization: proxy up, gold peaks then falls with beta=0; beta>0 holds the gold.
+
+Every claim is asserted on the default config the learner sees: two seeds in the fast run, all
+ten (0-9) in the slow test.
+"""
 
 import pytest
 
 from sims import reward_overoptimization as sim
-from sims.common import png_size
 
-SMALL = sim.Config(n_pairs=300, fit_steps=200, steps=200, mc_samples=128, betas=(0.0, 0.3, 1.0))
-
-
-@pytest.fixture(scope="module", params=[0, 1], ids=lambda seed: f"seed{seed}")
-def result(request):
-    return sim.run(SMALL.__class__(**{**SMALL.__dict__, "seed": request.param}))
+FAST_SEEDS = (0, 9)  # 9 is the seed whose proxy extrapolates least
 
 
-def test_proxy_is_accurate_near_the_reference(result):
-    assert result.metrics["proxy_ranking_accuracy_ref"] > 0.75
-
-
-def test_beta_zero_overoptimises(result):
-    m = result.metrics
-    assert m["gold_peak_beta0"] > 0.3 * m["gold_best_possible"]  # it first improves the gold
-    assert m["gold_final_beta0"] < m["gold_peak_beta0"] - 1.0  # then the gold falls well below
-    assert m["gold_final_beta0"] < 0.0  # ... even below the reference policy
-    assert m["proxy_final_beta0"] > m["proxy_at_gold_peak_beta0"] + 0.5  # the proxy keeps rising
-    assert m["kl_final_beta0"] > 2.5 * m["kl_at_gold_peak_beta0"]
-    assert m["kl_growth_last_tenth_beta0"] > 0.05 * m["kl_final_beta0"]  # still growing
-
-
-def test_kl_penalty_keeps_the_gold_near_its_peak(result):
-    m = result.metrics
+def assert_claims(m: dict[str, float]) -> None:
+    assert m["proxy_ranking_accuracy_ref"] > 0.75  # the proxy is good near the reference
+    # beta = 0: the gold first improves, then falls well below its peak while the proxy rises.
+    assert m["gold_peak_beta0"] > 0.3 * m["gold_best_possible"]
+    assert m["gold_final_beta0"] < m["gold_peak_beta0"] - 1.0
+    assert m["proxy_final_beta0"] > m["proxy_at_gold_peak_beta0"] + 0.5
+    assert m["kl_final_beta0"] > 3.0 * m["kl_at_gold_peak_beta0"]
+    # beta = 1: the run settles near the gold peak, far above the beta = 0 run.
     assert m["gold_final_beta1"] > 0.8 * m["gold_peak_beta1"]
     assert m["gold_final_beta1"] > m["gold_final_beta0"] + 1.0
-    assert abs(m["kl_growth_last_tenth_beta1"]) < 0.02 * m["kl_final_beta1"] + 1e-3  # settled
+    assert abs(m["kl_growth_last_tenth_beta1"]) < 0.02 * m["kl_final_beta1"] + 1e-3
     assert m["kl_final_beta0p3"] < m["kl_final_beta0"]
+
+
+@pytest.mark.parametrize("seed", FAST_SEEDS)
+def test_claims_on_the_default_config(seed):
+    assert_claims(sim.run(sim.Config(seed=seed)).metrics)
+
+
+@pytest.mark.slow
+def test_claims_on_seeds_0_to_9():
+    for seed in range(10):
+        metrics = sim.run(sim.Config(seed=seed)).metrics
+        try:
+            assert_claims(metrics)
+        except AssertionError as error:
+            raise AssertionError(f"seed {seed}: {error}") from error
 
 
 def test_deterministic():
     tiny = sim.Config(n_pairs=100, fit_steps=30, steps=20, mc_samples=32)
     assert sim.run(tiny).metrics == sim.run(tiny).metrics
-
-
-def test_plot_is_a_wide_png():
-    result = sim.run(sim.Config(n_pairs=50, fit_steps=10, steps=10, mc_samples=16))
-    width, height = png_size(sim.plot(result))
-    assert 950 <= width <= 1050 and height > 300

@@ -1,53 +1,52 @@
-"""rft_false_positives: lucky guesses take over the RFT set as N grows; the student gets worse."""
+"""rft_false_positives: RFT helps at small N; at large N lucky guesses take over the deduplicated
+set and the student falls below the base model; a process check keeps the gain."""
 
 import pytest
 
 from sims import rft_false_positives as sim
-from sims.common import png_size
+from sims.common import PHONE_WIDTH_PX, png_size
 
-SMALL = {"train_problems": 300, "test_problems": 1000, "sample_counts": (1, 4, 16, 64)}
-
-
-@pytest.fixture(scope="module", params=[0, 1], ids=lambda seed: f"seed{seed}")
-def result(request):
-    return sim.run(sim.Config(seed=request.param, **SMALL))
+DEFAULT = sim.Config()
 
 
-def test_flawed_share_grows_with_n_and_dominates(result):
-    m = result.metrics
-    assert m["flawed_share_N64"] > m["flawed_share_N1"] + 0.3
-    assert m["flawed_share_N64"] > 0.6  # they dominate the fine-tuning set
-    assert m["kept_flawed_N64"] > 2 * m["kept_sound_N64"]
-    assert m["flawed_share_hard_N64"] > m["flawed_share_N64"]  # hardest problems worst
+def check_claims(m: dict[str, float]) -> None:
+    """Every claim of the caption, on one run's metrics."""
+    base = m["base_test_error"]
+    # at small N the fine-tuning set is more careful than the base model: RFT helps
+    assert m["error_rft_N1"] < base - 0.08
+    # at large N the student learns to guess and falls below the base model
+    assert m["error_rft_N256"] > base + 0.03
+    assert m["error_rft_N256"] > m["error_rft_N1"] + 0.15
+    # the flawed share grows with N, most on hard problems ...
+    assert m["share_rft_N256"] > m["share_rft_N1"] + 0.3
+    assert m["share_hard_N256"] > m["share_rft_N256"]
+    assert m["hard_share_of_flawed_N256"] > 1.3 * m["hard_problem_fraction"]
+    # ... which contribute little at N = 1 and all of them by N ~ 1/q
+    assert m["hard_problems_contributing_N1"] < 0.25
+    assert m["hard_problems_contributing_N256"] > 0.95
+    # without dedup the share stays flat (easy copies fill the set instead)
+    assert abs(m["share_raw_N256"] - m["share_raw_N1"]) < 0.05
+    # a process check keeps the gain at every N, but it is not perfect
+    assert m["error_process_N256"] < base - 0.08
+    assert m["error_process_N256"] < m["error_rft_N256"] - 0.15
+    assert 0 < m["share_process_N256"] < 0.1
 
 
-def test_flawed_samples_come_mostly_from_hard_problems(result):
-    m = result.metrics  # hard problems give far more than their share of the flawed samples
-    assert m["hard_share_of_flawed_N64"] > 1.3 * m["hard_problem_fraction"]
+def test_claims_hold_at_seed_0():
+    check_claims(sim.run(DEFAULT).metrics)
 
 
-def test_student_gets_worse_with_n_under_answer_only_check(result):
-    m = result.metrics
-    assert m["test_error_rft_N64"] > m["test_error_rft_N1"] + 0.1
-    assert m["test_error_rft_N64"] > m["base_test_error"]
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(10))
+def test_claims_hold_on_ten_seeds(seed):
+    check_claims(sim.run(sim.Config(seed=seed)).metrics)
 
 
-def test_fixes_keep_the_student_good(result):
-    m = result.metrics
-    assert m["test_error_process_N64"] < m["test_error_rft_N64"] - 0.2
-    assert m["test_error_capped_N64"] < m["test_error_rft_N64"] - 0.1
-    assert m["flawed_share_process_N64"] < 0.3
-    assert m["flawed_share_capped_N64"] < m["flawed_share_N64"] - 0.2
-
-
-def test_cap_prefers_recurring_paths():
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    counts = np.array([[5, 3, 0], [1, 0, 0]])  # problem 0: two recurring derivations
-    lucky = np.array([10, 0])
-    sound, flawed = sim.cap_by_frequency(counts, lucky, cap=2, rng=rng)
-    assert sound.tolist() == [2, 1] and flawed.tolist() == [0, 0]
+def test_free_form_answers_remove_the_effect():
+    """With many answer choices a lucky guess is rare: more samples no longer hurt."""
+    m = sim.run(sim.Config(answer_choices=10_000)).metrics
+    assert m["error_rft_N256"] < m["base_test_error"] - 0.08
+    assert m["share_rft_N256"] < 0.02
 
 
 def test_deterministic():
@@ -55,7 +54,6 @@ def test_deterministic():
     assert sim.run(tiny).metrics == sim.run(tiny).metrics
 
 
-def test_plot_is_a_wide_png():
+def test_plot_is_phone_width():
     result = sim.run(sim.Config(train_problems=50, test_problems=100, sample_counts=(1, 8)))
-    width, _ = png_size(sim.plot(result))
-    assert 950 <= width <= 1050
+    assert png_size(sim.plot(result))[0] == PHONE_WIDTH_PX
