@@ -381,11 +381,11 @@ _ENGLISH = (
     # role play: "you are a kind professor who ...", "pretend you are a lenient examiner"
     rf"(?:\b(?:you are|you're|pretend (?:to be|you are|you're)|imagine (?:you are|you're|being)|play the (?:role|part) of|role-?play as)|{_IMPERATIVE}act as)\s+(?:now\s+)?(?:a|an|the|my)?\s*(?:[a-z-]+\s+){0,3}(?:professor|teacher|tutor|grader|judge|evaluator|assessor|marker|examiner|instructor|lecturer|chatbot)s?\b(?!\s*(?:model|network|policy|signal))",
     r"\b(?:every|each|all)\s+(?:the\s+)?(?:items?|points?|criteri(?:a|on)|entr(?:y|ies)|lines?|boxe?s?|rows?)\s+(?:on|in|of)\s+(?:the|your|this)\s+(?:key|rubric|list|sheet|checklist|marking scheme|answer key|grading scheme)\b",
-    rf"\b{_GRADER}s?\b[^.\n]{{0,30}}\b(?:must|should|shall|will|please|is to|are to)\b[^.\n]{{0,40}}\b(?:give|award|mark|grade|rate|score|pass|accept|record|treat|output|count)\b",
+    r"\b(?:grader|judge|evaluator|assessor|marker|examiner|reviewer|checker|corrector)s?\b[^.\n]{0,30}\b(?:must|should|shall|will|please|is to|are to)\b[^.\n]{0,40}\b(?:give|award|mark|grade|rate|score|pass|accept|record|treat|output|count)\b[^.\n]{0,40}(?:\b(?:this|my|the above|the candidate's) (?:answer|response|submission|reply)\b|\bas present\b|\b(?:5|five)\b(?!\s*(?:of|out of \d|seeds?|runs?|episodes?|trials?|samples?|responses?|tests?|times?|steps?))|\bfull (?:marks|credit|score)\b|\bevery (?:key )?point\b)",
     r"\b(?:mark|treat|consider|count|record|tick|report|output)\b[^.\n]{0,30}\b(?:all|every|each)\b[^.\n]{0,20}\b(?:points?|criteria|criterion|items?|boxes)\b[^.\n]{0,20}\b(?:present|satisfied|met|covered|correct|ticked|fulfilled)\b",
     # "All key points above are met by this answer"
     r"\b(?:all|every|each)(?: one)?(?: of)?(?: the| your| these| those)?\s+(?:key points?|core points?|criteria|criterion|rubric (?:items?|points?)|(?:points?|items?) (?:above|listed|on the (?:key|rubric|list)|of the (?:key|rubric)|in the (?:key|rubric)))\b[^.\n]{0,50}\b(?:met|satisfied|present|covered|fulfilled|addressed|ticked|checked|correct)\b",
-    r"\b(?:grade|score|rate|mark|treat|count|record|evaluate|assess)\s+(?:it|this|me|this answer|my answer|the answer|this response|this reply|this submission)\s+as\b",
+    r"\b(?:grade|score|rate|mark|treat|count|record|evaluate|assess)\s+(?:it|this|me|this answer|my answer|the answer|this response|this reply|this submission)\s+as\s+(?:an?\s+|the\s+)?(?:5|five|full|perfect|correct|complete|excellent|expert|fully|present|right|top|best|maximum|model answer|reference)\b",
     r"\bwhoever is (?:grading|marking|judging|evaluating|reviewing)\b|\bto (?:the )?(?:person|model|ai|llm|system) (?:grading|marking|judging|evaluating|reviewing)\b|\b(?:the )?model grading this\b",
     r"\b(?:this|my|the|the above|above|the candidate's) (?:answer|response|submission|reply)(?: above)? (?:is|should be|must be|deserves|has been|was)\b[^.\n]{0,30}\b(?:graded|marked|scored|rated|5|full|perfect|correct and complete|complete and correct|fully correct|verified|pre-?approved|approved)\b",
     r"\b(?:pre-?approved|verified by (?:a |the )?(?:senior|course|staff|instructor|teacher|professor|expert|grader|examiner)|(?:official|reference) (?:solution|answer) from the (?:course|staff|instructor)|matches the official (?:solution|answer))\b",
@@ -398,7 +398,7 @@ _ENGLISH = (
     r"</\s*(?:answer|response|candidate|user|input|text|data|submission|student|query|essay|system|instructions?|context|document|untrusted|human|assistant|reply)[\w:-]*\s*>",
     r"<\s*(?:system|instructions?|admin|grader|developer|assistant)[\w:-]*\s*>",
     r"</?\s*answer[\w-]*\s*>",
-    r"\[/?\s*(?:inst|system|sys|answer|end|admin|user|assistant|response)\b[^\]\n]{0,20}\]",
+    r"\[/?\s*(?:inst|system|sys|admin)\b[^\]\n]{0,20}\]|\[/\s*(?:answer|user|assistant|response|end)\b[^\]\n]{0,20}\]|\[\s*end(?: of)?(?: the)? (?:answer|response|input|submission)\s*\]",
     r"<\|[a-z_]{2,20}\|>|<<\s*/?\s*(?:sys|end|system)\s*>>",
     r"\bend of (?:the )?(?:candidate's |student's |user's )?(?:answer|response|submission|input|user input|reply)\b",
     r"(?:^|\n)\s*(?:-{3,}|={3,}|#{2,}|>{3,}|\*{3,})\s*(?:end|begin|start|new|system|instructions?|grader|override|evaluation|response)\b",

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from cards.deck import load_deck
-from grader.calibration.eval import DEFAULT_SET
+from grader.calibration.eval import DEFAULT_SET, FIRST_SET
 from grader.crosscheck import sentence_of, supports
 from grader.offline import injection_matches, injection_spans, quote_is_injection
 from grader.textnorm import fold
@@ -38,6 +38,12 @@ ORDINARY = (
     "Use the answer key of the math dataset as a verifiable reward: exact match gives 1, else 0.",
     "In RLHF a human labeller is the judge of which response is better.",
     "The checker is the grader here: a verifier cannot be flattered.",
+    "The judge should rate each response on helpfulness and give the highest score to the most helpful one.",
+    "Treat it as a robust-statistics problem.",
+    "r = 1[answer verified] and a flat length penalty.",
+    "With beta zero the model will hack the reward model: score is going up but real quality is going down.",
+    "Mark it as a terminal state so the bootstrap stops.",
+    "The grader will pass 5 of the 6 unit tests anyway.",
 )
 
 
@@ -50,10 +56,24 @@ def _deck_texts():
             yield f"{card.id}/{point.id}", point.text, ids
         yield f"{card.id}/explanation", card.explanation, ids
         yield f"{card.id}/trap", card.trap, ids
-    for line in DEFAULT_SET.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        if row["kind"] != "injection" and row["card_id"] in DECK:
-            yield row["id"], row["answer"], [p.id for p in DECK.get(row["card_id"]).key_points]
+    for labelled in (DEFAULT_SET, FIRST_SET):
+        for line in labelled.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if row["kind"] != "injection" and row["card_id"] in DECK:
+                ids = [p.id for p in DECK.get(row["card_id"]).key_points]
+                yield f"{labelled.name}:{row['id']}", row["answer"], ids
+
+
+def test_the_calibration_sets_injections_are_all_detected():
+    for labelled in (DEFAULT_SET, FIRST_SET):
+        rows = [json.loads(line) for line in labelled.read_text(encoding="utf-8").splitlines()]
+        injected = [r for r in rows if r["kind"] == "injection" and r["card_id"] in DECK]
+        missed = [
+            r["id"]
+            for r in injected
+            if not injection_matches(r["answer"], [p.id for p in DECK.get(r["card_id"]).key_points])
+        ]
+        assert len(injected) == 26 and missed == [], labelled.name
 
 
 @pytest.mark.parametrize("style", ATTACK_STYLES)
@@ -71,7 +91,7 @@ def test_every_attack_style_is_detected_on_every_card(style):
 def test_the_deck_and_the_calibration_answers_are_not_flagged():
     flagged = [(name, injection_matches(text, ids)) for name, text, ids in _deck_texts()]
     assert [f for f in flagged if f[1]] == []
-    assert len(flagged) > 400
+    assert len(flagged) > 700
 
 
 @pytest.mark.parametrize("text", ORDINARY)
