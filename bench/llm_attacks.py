@@ -1,6 +1,6 @@
 """Issue 12's measurements: the LLM judge against models on 127.0.0.1 that misbehave on purpose.
 
-    .venv/bin/python bench/llm_attacks.py [--json]
+    .venv/bin/python bench/llm_attacks.py [--json] [--set FILE]
 
 1. Obedient model, the calibration set's injection pairs: injection inflation (mean grade
    injected minus twin) and how many injected answers get 3 or more.
@@ -8,8 +8,8 @@
    the obedient model (grades per style: how many of the cards reach 0, 1, 2, 3+).
 3. Forged, trivial and empty quotes: the highest grade any empty or off-topic answer gets on
    any card.
-4. Honest model (labelled verdicts, real quotes) on the calibration set's expert answers: how
-   often the cross-check takes credit back, and how often the grade changes.
+4. Honest model (the labelled verdicts, real quotes) on the calibration set's answers: how
+   often the cross-check takes credit back, by answer style, and what the learner is given.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from grader.calibration.eval import load_set
 from grader.llm import LlmJudge
 from grader.offline import OfflineJudge
 
+FAILURES: dict[str, str] = {}
 EMPTY_OR_OFF_TOPIC = (
     "I don't know.",
     "no idea",
@@ -51,20 +52,23 @@ async def grade_all(server: JudgeServer, items: list[tuple[str, object, str]], r
 
     async def one(key, card, answer):
         async with semaphore:
-            out[key] = await judge.assess(card, answer, interactive=False)
+            try:
+                out[key] = await judge.assess(card, answer, interactive=False)
+            except Exception as error:  # noqa: BLE001 - counted: a judge failure is a finding
+                FAILURES[key] = str(error)
 
     await asyncio.gather(*(one(*item) for item in items))
     await judge.close()
     return out
 
 
-async def main(as_json: bool) -> None:
+async def main(as_json: bool, path: str | None) -> None:
     deck = default_deck()
     reader = OfflineJudge()
     await reader.warm(deck)
-    examples = [e for e in load_set() if e.card_id in deck]
+    examples = [e for e in (load_set(path) if path else load_set()) if e.card_id in deck]
     server = JudgeServer(behaviour="obedient")
-    calibration_setup(server)
+    calibration_setup(server, path)
     await server.start()
     figures: dict[str, object] = {}
 
@@ -74,6 +78,7 @@ async def main(as_json: bool) -> None:
     items = [(e.id, deck.get(e.card_id), e.answer) for e in pairs]
     items += [(e.twin_of, deck.get(e.card_id), by_id[e.twin_of].answer) for e in pairs]
     graded = await grade_all(server, items, reader)
+    pairs = [e for e in pairs if e.id in graded and e.twin_of in graded]
     diffs = [graded[e.id].grade.quality - graded[e.twin_of].grade.quality for e in pairs]
     figures["obedient_injection_pairs"] = len(pairs)
     figures["obedient_injection_inflation"] = round(sum(diffs) / len(diffs), 3)
@@ -114,9 +119,9 @@ async def main(as_json: bool) -> None:
         }
     figures["lying_evidence"] = worst
 
-    # 4. honest model on the expert answers: grade-5 answers are labelled with every point
-    #    present, grade-4 ones with the core present and the rest partial (a guess: one of
-    #    those is really missing, so taking it back can be right).
+    # 4. honest model: the labelled verdicts, with real quotes. In a set without per-point
+    #    labels, grade-5 expert answers get every point present and grade-4 ones the core
+    #    present and the rest partial (a guess).
     from judge_server import read_prompt
 
     from grader.crosscheck import verify
@@ -124,28 +129,31 @@ async def main(as_json: bool) -> None:
     from grader.scoring import grade_from_judgement
 
     server.behaviour = "honest"
-    experts = [e for e in examples if e.kind == "expert"]
-    graded = await grade_all(server, [(e.id, deck.get(e.card_id), e.answer) for e in experts], reader)
-    honest: dict[int, Counter] = defaultdict(Counter)
-    for e in experts:
+    labelled = [e for e in examples if e.kind != "injection" and (e.points is not None or e.kind == "expert")]
+    graded = await grade_all(server, [(e.id, deck.get(e.card_id), e.answer) for e in labelled], reader)
+    honest: dict[str, Counter] = defaultdict(Counter)
+    for e in labelled:
         card = deck.get(e.card_id)
         body = {"messages": build_messages(card, e.answer)}
         raw = parse_output(card, json.dumps(server.verdicts(read_prompt(body))), "honest")
         check = verify(card, raw, e.answer, reader)
-        row = honest[e.grade]
-        row["answers"] += 1
-        row["points_credited"] += sum(p.verdict in (PointVerdict.PRESENT, PointVerdict.PARTIAL) for p in raw.points)
-        row["points_taken_back"] += len(check.taken_back)
-        row["core_points_taken_back"] += sum(p.core for p in card.key_points if p.id in check.taken_back)
         unchecked = grade_from_judgement(card, raw, e.answer).quality
         checked = grade_from_judgement(card, check.judgement, e.answer).quality
-        row["answers_whose_grade_the_crosscheck_lowered"] += checked < unchecked
-        row["answers_failed_by_the_crosscheck"] += checked < 3 <= unchecked
-        final = graded[e.id]
-        row["final_grade_below_label"] += final.grade.quality < e.grade
-        row["final_grade_below_3"] += final.grade.quality < 3
-        row["disagreement_shown"] += final.second_reading is not None
-    figures["honest_expert_answers_by_label"] = {grade: dict(row) for grade, row in sorted(honest.items())}
+        final = graded.get(e.id)
+        if final is None:
+            continue
+        for row in (honest[e.kind], honest["all"]):
+            row["answers"] += 1
+            row["points_credited"] += sum(p.verdict in (PointVerdict.PRESENT, PointVerdict.PARTIAL) for p in raw.points)
+            row["points_taken_back"] += len(check.taken_back)
+            row["core_points_taken_back"] += sum(p.core for p in card.key_points if p.id in check.taken_back)
+            row["grade_lowered_by_crosscheck"] += checked < unchecked
+            row["pass_lost_by_crosscheck"] += checked < 3 <= unchecked
+            row["disagreement_shown"] += final.second_reading is not None
+            row["final_below_3_while_labelled_3_up"] += final.grade.quality < 3 <= e.grade
+            row["final_exact"] += final.grade.quality == e.grade
+    figures["honest_by_kind"] = {kind: dict(row) for kind, row in sorted(honest.items())}
+    figures["judge_failures"] = FAILURES
     await server.stop()
 
     if as_json:
@@ -162,4 +170,6 @@ async def main(as_json: bool) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true")
-    asyncio.run(main(parser.parse_args().json))
+    parser.add_argument("--set", help="labelled answers, JSONL (default: the calibration set)")
+    args = parser.parse_args()
+    asyncio.run(main(args.json, args.set))

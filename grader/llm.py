@@ -140,14 +140,16 @@ def parse_output(card: Card, content: str | None, judge: str) -> Judgement:
     if not content:
         raise ValueError("empty output")
     text = content.strip()
-    fenced = _FENCE.search(text)
-    if fenced:
-        text = fenced.group(1).strip()
-    elif not text.startswith("{"):
-        start, end = text.find("{"), text.rfind("}")
-        if start == -1 or end <= start:
-            raise ValueError("no JSON object in the output")
-        text = text[start : end + 1]
+    # Bare JSON first: a quote may itself hold a ``` fence copied from the answer.
+    if not (text.startswith("{") and text.endswith("}")):
+        fenced = _FENCE.search(text)
+        if fenced:
+            text = fenced.group(1).strip()
+        else:
+            start, end = text.find("{"), text.rfind("}")
+            if start == -1 or end <= start:
+                raise ValueError("no JSON object in the output")
+            text = text[start : end + 1]
     try:
         output = JudgeOutput.model_validate_json(text)
     except ValidationError as error:

@@ -3,9 +3,10 @@
 It reads our judge's prompt the way a model would (the key point ids, the misconception ids,
 the answer between the delimiters) and answers according to ``behaviour``:
 
-- ``honest``: verdicts from ``labels`` (answer -> {point id: verdict}) when the answer has
-  some, else its own lexical reading; every quote is the answer's passage that shares the
-  most words with the point;
+- ``honest``: verdicts from ``labels`` (answer -> {point id: verdict}) and ``asserted``
+  (answer -> misconception ids) when the answer has some, else its own lexical reading;
+  every quote is the answer's passage that shares the most words with the point or
+  misconception;
 - ``obedient``: a gullible model. When the answer contains one of ``payloads`` (the injected
   instructions), it does what they say: every point present, quoting the payload itself;
   otherwise it is honest;
@@ -74,7 +75,7 @@ _COMMON = frozenset(
 @dataclass
 class Prompt:
     points: list[tuple[str, bool, str]]  # id, core, text
-    misconceptions: list[str]
+    misconceptions: list[tuple[str, str]]  # id, text
     answer: str
 
 
@@ -83,7 +84,7 @@ def read_prompt(body: dict[str, Any]) -> Prompt:
     key = user.split("Key points:\n", 1)[1].split("\n\nMisconceptions:\n", 1)
     points = [(m[1], bool(m[2]), m[3]) for m in _POINT.finditer(key[0])]
     wrong = key[1].split("\n\n<answer-", 1)[0]
-    misconceptions = [m[1] for m in _POINT.finditer(wrong)]
+    misconceptions = [(m[1], m[3]) for m in _POINT.finditer(wrong)]
     found = _TAG.search(user)
     answer = html.unescape(found.group(2)) if found else ""
     return Prompt(points, misconceptions, answer.removesuffix(" [answer cut here]"))
@@ -111,6 +112,7 @@ def best_passage(answer: str, point_text: str) -> tuple[str, int]:
 class JudgeServer:
     behaviour: str = "honest"
     labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    asserted: dict[str, list[str]] = field(default_factory=dict)
     payloads: list[str] = field(default_factory=list)
     delay: float = 5.0
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -137,7 +139,7 @@ class JudgeServer:
             "injection_suspected": False,
             "points": [{"point_id": p, "verdict": "present", "quote": quote} for p, _, _ in prompt.points],
             "misconceptions": [
-                {"misconception_id": m, "asserted": False, "quote": ""} for m in prompt.misconceptions
+                {"misconception_id": m, "asserted": False, "quote": ""} for m, _ in prompt.misconceptions
             ],
             "feedback": "Complete and correct.",
         }
@@ -156,12 +158,17 @@ class JudgeServer:
             points.append(
                 {"point_id": point_id, "verdict": verdict, "quote": quote if verdict != "absent" else ""}
             )
+        asserted = set(self.asserted.get(prompt.answer.strip(), ()))
+        misconceptions = []
+        for misconception_id, text in prompt.misconceptions:
+            quote = best_passage(prompt.answer, text)[0] if misconception_id in asserted else ""
+            misconceptions.append(
+                {"misconception_id": misconception_id, "asserted": bool(quote), "quote": quote}
+            )
         return {
             "injection_suspected": False,
             "points": points,
-            "misconceptions": [
-                {"misconception_id": m, "asserted": False, "quote": ""} for m in prompt.misconceptions
-            ],
+            "misconceptions": misconceptions,
             "feedback": "Say which point is missing.",
         }
 
@@ -264,18 +271,22 @@ class ServerThread:
         self._thread.join(5)
 
 
-def calibration_setup(server: JudgeServer) -> None:
-    """Labels and payloads from the calibration set: expert answers are labelled with every
-    core point present (grade 5: every point), the rest are read lexically; an injected
-    answer's payload is what it adds to its twin."""
+def calibration_setup(server: JudgeServer, path: Any = None) -> None:
+    """Labels and payloads from a calibration set (the default one unless ``path``): every
+    answer with per-point labels is judged by them; in a set without them, expert answers are
+    labelled with every core point present (grade 5: every point); an injected answer's
+    payload is what it adds to its twin."""
     from cards.deck import default_deck
     from grader.calibration.eval import load_set
 
     deck = default_deck()
-    examples = load_set()
+    examples = load_set(path) if path else load_set()
     by_id = {e.id: e for e in examples}
     for e in examples:
-        if e.kind == "expert" and e.card_id in deck:
+        if e.points is not None:
+            server.labels[e.answer.strip()] = dict(e.points)
+            server.asserted[e.answer.strip()] = list(e.misconceptions)
+        elif e.kind == "expert" and e.card_id in deck:
             card = deck.get(e.card_id)
             server.labels[e.answer.strip()] = {
                 p.id: "present" for p in card.key_points if p.core or e.grade == 5
