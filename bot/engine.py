@@ -398,12 +398,16 @@ class QuizEngine:
             assessment = Assessment(grader="self", grade=None, needs_confirmation=True)
         if assessment.needs_confirmation or assessment.grade is None:
             judgement = assessment.grade.judgement.to_json() if assessment.grade else None
+            if judgement is not None and assessment.second_reading is not None:
+                judgement["second_reading"] = _reading(assessment.second_reading)
             self._update_review(
                 review.id, status=ReviewStatus.AWAITING, grader=assessment.grader, verdict=judgement
             )
             review = self._load_review(review.id)
             return [self._confirmation_reply(review, card)]
-        return self._finalize(review.id, card, assessment.grade, grader=assessment.grader)
+        return self._finalize(
+            review.id, card, assessment.grade, grader=assessment.grader, second=assessment.second_reading
+        )
 
     def _confirmation_reply(self, review: Review, card: Card) -> Reply:
         if review.verdict is None:  # self-grading: rate 0-5 after seeing the key
@@ -421,15 +425,19 @@ class QuizEngine:
             (Button(f"Confirm {grade.quality}/5", Action(Verb.CONFIRM, review.id).encode()),),
         )
         return Reply(
-            texts.assisted_prompt(card, judgement, grade.quality),
+            texts.assisted_prompt(card, judgement, grade.quality, second=review.verdict.get("second_reading")),
             kind=ReplyKind.CONFIRM,
             buttons=buttons,
             review_id=review.id,
             card_id=card.id,
         )
 
-    def _finalize(self, review_id: int, card: Card, grade: Grade | None, *, grader: str, quality: int | None = None) -> list[Reply]:
-        """Record the grade, schedule the card, and build the verdict."""
+    def _finalize(
+        self, review_id: int, card: Card, grade: Grade | None, *, grader: str, quality: int | None = None,
+        second: Grade | None = None,
+    ) -> list[Reply]:
+        """Record the grade, schedule the card, and build the verdict; a disagreeing second
+        reading (given, or kept from the awaiting verdict) is recorded and shown beside it."""
         quality = grade.quality if quality is None else quality
         now = self.clock.now()
         with Session(self.db, expire_on_commit=False) as session:
@@ -447,7 +455,9 @@ class QuizEngine:
             review.grader = grader
             review.quality = quality
             review.score = grade.score if grade else None
-            review.verdict = grade.judgement.to_json() if grade else review.verdict
+            if grade:
+                kept = (review.verdict or {}).get("second_reading")
+                review.verdict = _with_second(grade.judgement.to_json(), _reading(second) if second else kept)
             review.graded_at = now
             session.add_all([state, review])
             session.commit()
@@ -476,7 +486,10 @@ class QuizEngine:
 
     def _verdict_reply(self, review: Review, card: Card, grade: Grade | None, quality: int, next_label: str) -> Reply:
         judgement = grade.judgement if grade else None
-        text = texts.verdict_text(card, quality, judgement, grade.caps if grade else (), next_label, review.grader or "")
+        text = texts.verdict_text(
+            card, quality, judgement, grade.caps if grade else (), next_label, review.grader or "",
+            second=(review.verdict or {}).get("second_reading"),
+        )
         buttons = (
             (
                 Button("Full explanation", Action(Verb.EXPLAIN, review.id).encode()),
@@ -579,7 +592,8 @@ class QuizEngine:
             injection_suspected=judgement.injection_suspected,
             feedback=judgement.feedback,
         )
-        self._update_review(review.id, verdict=judgement.to_json())
+        second = (review.verdict or {}).get("second_reading")
+        self._update_review(review.id, verdict=_with_second(judgement.to_json(), second))
         return self._confirmation_reply(self._load_review(review.id), card)
 
     def _override(self, review: Review, card: Card, quality: int) -> list[Reply]:
@@ -981,6 +995,17 @@ class QuizEngine:
     @staticmethod
     def _unknown_learner() -> Reply:
         return Reply("I don't know you yet: send /start.", kind=ReplyKind.ERROR)
+
+
+def _reading(grade: Grade) -> dict[str, Any]:
+    """A judge's reading as stored beside the verdict the learner was given."""
+    return {"judge": grade.judgement.judge, "quality": grade.quality, "score": grade.score, "judgement": grade.judgement.to_json()}
+
+
+def _with_second(verdict: dict[str, Any], second: dict[str, Any] | None) -> dict[str, Any]:
+    if second:
+        verdict["second_reading"] = second
+    return verdict
 
 
 def _rows(buttons: list[Button], width: int) -> tuple[tuple[Button, ...], ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from grader.base import Judgement, PointVerdict
 
@@ -98,8 +98,21 @@ def marked_points(card: Card, judgement: Judgement, *, numbered: bool = False) -
     return lines
 
 
-def assisted_prompt(card: Card, judgement: Judgement, quality: int) -> str:
+def readings_note(judgement: Judgement, quality: int, second: dict[str, Any]) -> str:
+    """Two judges' readings that disagree, the lower given (the learner can dispute it)."""
+    return (
+        f"⚖️ Two readings of your answer disagree: {judgement.judge} gives **{quality}/5**, "
+        f"{second.get('judge', 'another judge')} gives **{second.get('quality', '?')}/5**. "
+        "You get the lower; confirm it, or say what it should be."
+    )
+
+
+def assisted_prompt(
+    card: Card, judgement: Judgement, quality: int, *, second: dict[str, Any] | None = None
+) -> str:
     lines = ["**Check my reading of your answer.** Tap a point to correct it, then confirm.", ""]
+    if second:
+        lines[1:1] = ["", readings_note(judgement, quality, second)]
     lines += marked_points(card, judgement, numbered=True)
     fell = _asserted(card, judgement)
     if fell:
@@ -150,6 +163,8 @@ def verdict_text(
     caps: tuple[str, ...],
     next_label: str,
     grader: str,
+    *,
+    second: dict[str, Any] | None = None,
 ) -> str:
     """Readable in five seconds: the grade, a mark per point, the one thing that matters most,
     then the first paragraph of the explanation (the rest is a tap away)."""
@@ -166,6 +181,8 @@ def verdict_text(
             lines += ["", f"{lead} {first_sentence(gap.text)}"]
         if any("instruct the grader" in cap for cap in caps):
             lines += ["", "_Your answer contains instructions to the grader; they were ignored._"]
+        if second:
+            lines += ["", readings_note(judgement, quality, second).replace("confirm it, or say", 'tap "I disagree" to say')]
     lines += ["", "**Why**", first_paragraph(card.explanation), "", f"_Graded by: {grader}_"]
     return "\n".join(lines)
 

@@ -94,6 +94,8 @@ class Assessment:
     grader: str
     grade: Grade | None
     needs_confirmation: bool = False
+    #: Another judge's reading that disagrees with ``grade`` (which is then the lower of the two).
+    second_reading: Grade | None = None
 
 
 @runtime_checkable

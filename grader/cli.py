@@ -91,9 +91,15 @@ def grade_command(args: argparse.Namespace) -> int:
             if hasattr(judge, "close"):
                 await judge.close()
 
-    assessment = asyncio.run(run())
+    try:
+        assessment = asyncio.run(run())
+    except Exception as error:  # noqa: BLE001 - one line, never a traceback
+        print(f"grading failed: {getattr(error, 'reason', type(error).__name__)}", file=sys.stderr)
+        return 1
     grade = assessment.grade
-    assert grade is not None
+    if grade is None:
+        print(f"grading failed: {assessment.grader} gave no grade", file=sys.stderr)
+        return 1
     if args.json:
         print(
             json.dumps(

@@ -3,13 +3,17 @@
 The model reads the answer as data between randomly named delimiters and returns, per key
 point, a verdict with a verbatim quote; per misconception, whether the answer asserts it;
 whether the answer tries to instruct the judge; and short feedback. The JSON is validated
-with pydantic and the grade comes from ``grader.scoring.grade_from_judgement``, which
-downgrades any verdict whose quote is not in the answer.
+with pydantic. The model is not trusted: ``grader.crosscheck`` takes back every credited
+point whose quote is not real evidence, is part of an injected instruction, or is not about
+the point by our own offline reading; the grade comes from ``grader.scoring``. The offline
+reading of the whole answer is a second reading: when the two grades are two or more apart,
+the learner gets the lower, with both (``Assessment.second_reading``), to confirm or dispute.
 
-It fails closed: a timeout, a 429 or 5xx that persists after one retry, or output that does
-not validate sends the answer to the fallback judge (offline), and the assessment's grader
-name says so. With no fallback, ``LlmJudgeUnavailable`` propagates and the engine falls back
-to self-grading.
+It fails closed, whatever the failure: a timeout, a 429 or 5xx that persists after one retry,
+a dropped connection, a body that is not a chat completion, or output that does not validate
+sends the answer to the fallback judge (offline), with one short reason logged, and the
+assessment's grader name says so. ``timeout`` bounds the whole call, its retry included. With
+no fallback, ``LlmJudgeUnavailable`` propagates and the engine falls back to self-grading.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from grader.base import (
     PointVerdict,
 )
 from grader.cache import JudgementCache, cache_key
+from grader.crosscheck import default_reader, reading_of, verify_async
 from grader.scoring import grade_from_judgement
 
 if TYPE_CHECKING:
@@ -51,15 +56,19 @@ MAX_OUTPUT_TOKENS = 900
 #: The longest wait before the one retry of a 429/5xx, whatever Retry-After says.
 MAX_RETRY_WAIT = 2.0
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+#: Grades this far apart between the LLM judge and the offline reading of the same answer
+#: are a disagreement: the learner gets the lower with both readings, to confirm or dispute.
+DISAGREEMENT = 2
 INJECTION_NOTICE = "Your answer contains instructions to the grader; they were ignored and the grade is capped at 1."
 
 
 class LlmJudgeUnavailable(RuntimeError):
     """The LLM judge gave no usable verdict; ``reason`` is short and safe to show."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, detail: str = ""):
         super().__init__(f"LLM judge unavailable: {reason}")
         self.reason = reason
+        self.detail = detail  # for the log only
 
 
 # ----- the output the model must produce ----------------------------------------------------
@@ -131,14 +140,16 @@ def parse_output(card: Card, content: str | None, judge: str) -> Judgement:
     if not content:
         raise ValueError("empty output")
     text = content.strip()
-    fenced = _FENCE.search(text)
-    if fenced:
-        text = fenced.group(1).strip()
-    elif not text.startswith("{"):
-        start, end = text.find("{"), text.rfind("}")
-        if start == -1 or end <= start:
-            raise ValueError("no JSON object in the output")
-        text = text[start : end + 1]
+    # Bare JSON first: a quote may itself hold a ``` fence copied from the answer.
+    if not (text.startswith("{") and text.endswith("}")):
+        fenced = _FENCE.search(text)
+        if fenced:
+            text = fenced.group(1).strip()
+        else:
+            start, end = text.find("{"), text.rfind("}")
+            if start == -1 or end <= start:
+                raise ValueError("no JSON object in the output")
+            text = text[start : end + 1]
     try:
         output = JudgeOutput.model_validate_json(text)
     except ValidationError as error:
@@ -272,12 +283,14 @@ class LlmJudge:
         fallback: Grader | None = None,
         cache: JudgementCache | None = None,
         structured_output: bool = True,
+        reader: Any = None,
     ):
         self.model = model
         self.name = f"llm:{model}"
         self.timeout = timeout
         self.fallback = fallback
         self.cache = cache
+        self.reader = reader  # the offline judge that checks the evidence; default_reader() if None
         self._api_key = api_key
         self._base_url = base_url
         self._client: Any = None
@@ -285,6 +298,7 @@ class LlmJudge:
         self._format = "json_schema" if structured_output else "json_object"
         self._token_field = "max_tokens"
         self._send_temperature = True
+        self._adapt_lock = asyncio.Lock()
 
     @classmethod
     def from_settings(
@@ -340,24 +354,53 @@ class LlmJudge:
     async def assess(self, card: Card, answer: str, *, interactive: bool) -> Assessment:
         try:
             judgement = await self.judge(card, answer)
-        except LlmJudgeUnavailable as error:
+            return await self._checked(card, answer, judgement, interactive=interactive)
+        except Exception as error:  # whatever went wrong, the fallback grades
+            reason = error.reason if isinstance(error, LlmJudgeUnavailable) else "unexpected error"
+            detail = getattr(error, "detail", "") or type(error).__name__
             if self.fallback is None:
-                raise
+                log.warning("LLM judge unavailable on card %s: %s (%s)", card.id, reason, detail)
+                if isinstance(error, LlmJudgeUnavailable):
+                    raise
+                raise LlmJudgeUnavailable(reason, detail) from error
             log.warning(
-                "LLM judge unavailable (%s); grading card %s with %s",
-                error.reason,
+                "LLM judge unavailable on card %s: %s (%s); graded by %s",
                 card.id,
+                reason,
+                detail,
                 self.fallback.name,
             )
             assessment = await self.fallback.assess(card, answer, interactive=interactive)
             return replace(
-                assessment, grader=f"{self.fallback.name} (LLM judge unavailable: {error.reason})"
+                assessment, grader=f"{self.fallback.name} (LLM judge unavailable: {reason})"
             )
+
+    async def _checked(
+        self, card: Card, answer: str, judgement: Judgement, *, interactive: bool
+    ) -> Assessment:
+        """The grade from the model's verdicts once our own reading has checked them
+        (``grader.crosscheck``), and the offline reading of the whole answer as the second
+        reading: two grades or more apart, the learner gets the lower with both."""
         judgement = flag_obvious_injection(card, answer, judgement)
+        reader = self.reader or default_reader()
+        check = await verify_async(card, judgement, answer, reader)
+        if check.taken_back:
+            log.info(
+                "card %s: credit taken back from the LLM judge's verdicts: %s",
+                card.id,
+                ", ".join(f"{point} ({why})" for point, why in check.taken_back.items()),
+            )
+        grade = grade_from_judgement(card, check.judgement, answer)
+        offline = await asyncio.to_thread(reading_of, card, answer, reader)
+        second = grade_from_judgement(card, offline, answer)
+        if abs(grade.quality - second.quality) < DISAGREEMENT:
+            return Assessment(grader=self.name, grade=grade, needs_confirmation=False)
+        lower, other = (grade, second) if grade.quality <= second.quality else (second, grade)
         return Assessment(
-            grader=self.name,
-            grade=grade_from_judgement(card, judgement, answer),
-            needs_confirmation=False,
+            grader=f"{self.name} (the offline reading disagrees)",
+            grade=lower,
+            needs_confirmation=interactive,
+            second_reading=other,
         )
 
     async def judge(self, card: Card, answer: str) -> Judgement:
@@ -367,60 +410,83 @@ class LlmJudge:
             cached = await self.cache.aget(key)
             if cached is not None:
                 return cached
-        content = await self._complete(card, build_messages(card, answer))
+        self._openai_client()  # importing the SDK the first time is not the endpoint's time
+        try:
+            async with asyncio.timeout(self.timeout):
+                content = await self._complete(card, build_messages(card, answer))
+        except TimeoutError as error:
+            raise LlmJudgeUnavailable("timeout", f"no verdict within {self.timeout:g} s") from error
         try:
             judgement = parse_output(card, content, self.name)
-        except ValueError as error:
-            log.warning("LLM judge output rejected for card %s: %s", card.id, error)
-            raise LlmJudgeUnavailable("invalid output") from error
+        except Exception as error:  # any shape of bad output is "invalid output"
+            raise LlmJudgeUnavailable("invalid output", str(error)[:120]) from error
         if self.cache is not None:
             await self.cache.aput(key, judgement)
         return judgement
 
-    async def _complete(self, card: Card, messages: list[dict[str, str]]) -> str | None:
-        """One call, plus at most one retry on 429/5xx/connection errors or a rejected format."""
+    async def _complete(self, card: Card, messages: list[dict[str, str]]) -> str:
+        """One call, plus at most one retry on 429/5xx/connection errors or a rejected format.
+
+        The body is read raw and its envelope checked here: a 200 whose body is not a chat
+        completion is an ``LlmJudgeUnavailable``, never an ``AttributeError``."""
         import openai
 
         client = self._openai_client()
         retried = False
         while True:
+            request = self._request(card, messages)
             try:
-                response = await client.chat.completions.create(**self._request(card, messages))
-                return response.choices[0].message.content if response.choices else None
+                raw = await client.chat.completions.with_raw_response.create(**request)
+                return message_content(raw.text)
             except openai.APITimeoutError as error:
                 raise LlmJudgeUnavailable("timeout") from error
             except openai.APIConnectionError:
-                reason = "connection failed"
-                wait = 0.5
+                reason, wait = "connection failed", 0.5
             except openai.APIStatusError as error:
                 status = error.status_code
-                if status == 400 and not retried and self._adapt_to(error):
+                if status == 400 and not retried and await self._adapt_to(error, request):
                     retried = True
                     continue
                 if status not in RETRYABLE_STATUS and status < 500:
                     raise LlmJudgeUnavailable(f"HTTP {status}") from error
                 reason = "rate limited (429)" if status == 429 else f"HTTP {status}"
                 wait = _retry_after(error)
+            except LlmJudgeUnavailable:
+                raise
+            except Exception as error:  # e.g. a transport error the SDK let through
+                raise LlmJudgeUnavailable("call failed", type(error).__name__) from error
             if retried:
                 raise LlmJudgeUnavailable(reason)
             retried = True
             await asyncio.sleep(wait)
 
-    def _adapt_to(self, error: Exception) -> bool:
+    async def _adapt_to(self, error: Exception, request: dict[str, Any]) -> bool:
         """Change the request for an endpoint that rejected part of it; False if nothing to change.
 
         Some servers lack ``json_schema`` (then ``json_object``, then plain text), and some
-        models take ``max_completion_tokens`` instead of ``max_tokens`` or no temperature."""
+        models take ``max_completion_tokens`` instead of ``max_tokens`` or no temperature.
+        Concurrent requests rejected for the same reason change it once: only a request that
+        was sent with the current setting moves it one step."""
         text = str(error).lower()
-        if ("response_format" in text or "json_schema" in text) and self._format != "text":
-            self._format = "json_object" if self._format == "json_schema" else "text"
-        elif "max_tokens" in text and self._token_field == "max_tokens":
-            self._token_field = "max_completion_tokens"
-        elif "temperature" in text and self._send_temperature:
-            self._send_temperature = False
-        else:
-            return False
-        log.info("the endpoint rejected part of the request; retrying with the request adapted")
+        sent_format = _format_of(request)
+        async with self._adapt_lock:
+            if "response_format" in text or "json_schema" in text or "json_object" in text:
+                if sent_format != self._format:
+                    return True  # another request already moved it
+                if self._format == "text":
+                    return False
+                self._format = "json_object" if self._format == "json_schema" else "text"
+                change = f"response format {sent_format} -> {self._format}"
+            elif "max_tokens" in text and "max_tokens" in request:
+                if self._token_field == "max_tokens":
+                    self._token_field = "max_completion_tokens"
+                change = "max_completion_tokens"
+            elif "temperature" in text and "temperature" in request:
+                self._send_temperature = False
+                change = "no temperature"
+            else:
+                return False
+        log.info("the endpoint rejected part of the request; retrying with %s", change)
         return True
 
     def _request(self, card: Card, messages: list[dict[str, str]]) -> dict[str, Any]:
@@ -459,6 +525,27 @@ def flag_obvious_injection(card: Card, answer: str, judgement: Judgement) -> Jud
         injection_suspected=True,
         feedback=f"{INJECTION_NOTICE} {judgement.feedback}".strip(),
     )
+
+
+def message_content(body: str) -> str:
+    """The assistant message's text in a chat-completions response body; ``LlmJudgeUnavailable``
+    ("malformed reply") when the body is not one."""
+    try:
+        data = json.loads(body)
+    except ValueError as error:
+        raise LlmJudgeUnavailable("malformed reply", "body is not JSON") from error
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise LlmJudgeUnavailable("malformed reply", "no choices")
+    message = choices[0].get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, str) or not content.strip():
+        raise LlmJudgeUnavailable("malformed reply", "no message content")
+    return content
+
+
+def _format_of(request: dict[str, Any]) -> str:
+    return request.get("response_format", {}).get("type", "text")
 
 
 def _retry_after(error: Any) -> float:

@@ -2,8 +2,9 @@
 
 ``fold`` is what quote checks and injection patterns see: NFKC (full-width letters become
 ASCII), invisible characters removed (zero-width spaces and joiners, bidi controls, soft
-hyphens), letters that look Latin folded to Latin (Cyrillic "а", Greek "ο"), casefolded,
-quote styles and whitespace made uniform. An answer cannot hide a phrase from a pattern, or a
+hyphens, variation selectors, blank fillers), accents and other combining marks dropped,
+letters that look Latin folded to Latin (Cyrillic "а", Greek "ο", Armenian "օ"),
+casefolded, quote styles and whitespace made uniform. An answer cannot hide a phrase from a pattern, or a
 quote from the evidence check, by how it spells it.
 """
 
@@ -17,7 +18,8 @@ CONFUSABLES = str.maketrans(
     {
         "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o",
         "р": "p", "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ї": "i",
-        "ј": "j", "һ": "h", "ԁ": "d", "ԛ": "q", "ԝ": "w", "ɡ": "g",
+        "ј": "j", "һ": "h", "ԁ": "d", "ԛ": "q", "ԝ": "w", "ɡ": "g", "ӏ": "l", "ԍ": "g",
+        "ɑ": "a", "ı": "i", "ɩ": "i", "ȷ": "j", "ʏ": "y", "օ": "o", "ս": "u", "հ": "h", "ո": "n",
         "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o",
         "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "ϲ": "c", "ϳ": "j",
         "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'",
@@ -26,15 +28,35 @@ CONFUSABLES = str.maketrans(
 )  # fmt: skip
 
 
+#: Invisible characters outside category Cf: the combining grapheme joiner, variation
+#: selectors, and the Hangul and Braille blanks that render as nothing.
+_INVISIBLE = frozenset("\u034f\u115f\u1160\u3164\uffa0\u2800") | frozenset(
+    chr(c) for c in [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)]
+)
+
+
 def strip_invisible(text: str) -> str:
-    """``text`` without format characters (category Cf: zero-width, bidi, soft hyphen)."""
-    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    """``text`` without format characters (category Cf: zero-width, bidi, soft hyphen) or
+    other characters that render as nothing."""
+    return "".join(
+        ch for ch in text if unicodedata.category(ch) != "Cf" and ch not in _INVISIBLE
+    )
 
 
-def fold(text: str) -> str:
-    """The comparison form of ``text`` (see the module docstring)."""
-    text = unicodedata.normalize("NFKC", strip_invisible(text)).casefold()
-    text = text.translate(CONFUSABLES)
+def unhide(text: str) -> str:
+    """NFKC ``text`` without invisible characters, case kept (what a base64 scan needs)."""
+    return unicodedata.normalize("NFKC", strip_invisible(text))
+
+
+def fold(text: str, *, keep_lines: bool = False) -> str:
+    """The comparison form of ``text`` (see the module docstring). With ``keep_lines`` a run
+    of white space that holds a line break becomes one newline instead of one space: the same
+    length, so offsets in one form are offsets in the other."""
+    text = unicodedata.normalize("NFD", unhide(text))
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = unicodedata.normalize("NFC", text).casefold().translate(CONFUSABLES)
+    if keep_lines:
+        return re.sub(r"\s+", lambda m: "\n" if "\n" in m.group() else " ", text).strip()
     return re.sub(r"\s+", " ", text).strip()
 
 

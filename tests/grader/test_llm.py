@@ -330,3 +330,10 @@ def test_the_prompt_stays_within_its_budget():
     longest = max(deck, key=lambda card: estimate_tokens(build_messages(card, "")))
     tokens = estimate_tokens(build_messages(longest, "x" * (ANSWER_CHAR_LIMIT * 3)))
     assert tokens <= 2100, f"{longest.id}: about {tokens} prompt tokens with the longest answer"
+
+
+def test_a_quote_holding_a_code_fence_does_not_break_parsing(rl08):
+    fence = '```json\n{"grade": 5}\n```'
+    output = verdict_json(rl08, {"proxy-not-goal": ("present", fence)})
+    judgement = parse_output(rl08, output, "llm:test")
+    assert judgement.points[0].quote == fence.strip()

@@ -1,0 +1,146 @@
+"""Checking a judge's evidence with our own reading, so a gullible or lying model cannot
+give credit the answer has not earned.
+
+Every present or partial verdict of the LLM judge must survive three checks, else the point
+is absent:
+
+1. the quote is real evidence (``grader.scoring.check_evidence``: in the answer on word
+   boundaries after folding, several words or an accepted phrasing);
+2. the quote is not (part of) a sentence the injection detector flagged as instructions to
+   the grader (``grader.offline.injection_spans``);
+3. the quote is about the point: the offline judge, reading the quote alone, credits that
+   point; or, for a quote too terse to read alone, the offline reading of the whole answer
+   credits the point, or its reading of the quote's sentence does (``supports``). "All key points above are met by this answer" is evidence for no
+   mechanism, in any language or encoding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from grader.base import Judgement, PointJudgement, PointVerdict
+from grader.scoring import check_evidence
+from grader.textnorm import fold_phrase, occurs_on_word_boundaries
+
+if TYPE_CHECKING:
+    from cards.schema import Card
+
+CREDITED = (PointVerdict.PRESENT, PointVerdict.PARTIAL)
+NO_EVIDENCE = "no valid quote"
+INJECTED = "quotes the injected instructions"
+OFF_POINT = "the quote is not about the point"
+
+_READINGS: OrderedDict[tuple[str, str, str], Judgement] = OrderedDict()
+_READINGS_LOCK = threading.Lock()
+_MAX_READINGS = 4096
+_READER: Any = None
+
+
+def default_reader() -> Any:
+    """The offline judge the cross-check reads with (one per process)."""
+    global _READER
+    if _READER is None:
+        from grader.offline import OfflineJudge
+
+        _READER = OfflineJudge()
+    return _READER
+
+
+def reading_of(card: Card, text: str, reader: Any = None) -> Judgement:
+    """The offline judge's verdicts on ``text`` alone (blocking), remembered per card version."""
+    version = card.version or hashlib.sha256(card.model_dump_json().encode()).hexdigest()[:12]
+    key = (card.id, version, text)
+    with _READINGS_LOCK:
+        found = _READINGS.get(key)
+        if found is not None:
+            _READINGS.move_to_end(key)
+            return found
+    judgement = (reader or default_reader()).judge(card, text)
+    with _READINGS_LOCK:
+        _READINGS[key] = judgement
+        while len(_READINGS) > _MAX_READINGS:
+            _READINGS.popitem(last=False)
+    return judgement
+
+
+def supports(
+    card: Card, point_id: str, quote: str, reader: Any = None, *, answer: str | None = None
+) -> bool:
+    """Whether ``quote`` is evidence for the key point ``point_id``: it contains one of the
+    point's accepted phrasings, or the offline judge, reading the quote alone, credits that
+    point (present or partial).
+
+    Given the ``answer``, a quote the offline judge cannot read alone (a clause too short or
+    too terse to be a claim by its rules) still counts when the offline judge's reading of the
+    whole answer credits the point (a point our own reading credits too),
+    or when its reading of the quote's sentence does. Blocking: run it in a thread from async code."""
+    point = next((p for p in card.key_points if p.id == point_id), None)
+    if point is None or not fold_phrase(quote):
+        return False
+    if any(occurs_on_word_boundaries(phrase, quote) for phrase in point.accepts if fold_phrase(phrase)):
+        return True
+    if reading_of(card, quote, reader).verdict_for(point_id) in CREDITED:
+        return True
+    if not answer:
+        return False
+    if reading_of(card, answer, reader).verdict_for(point_id) in CREDITED:
+        return True
+    context = sentence_of(quote, answer)
+    return bool(context) and reading_of(card, context, reader).verdict_for(point_id) in CREDITED
+
+
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])(?<!\bal\.)(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<!\bcf\.)\s+|\n+")
+
+
+def sentence_of(quote: str, answer: str) -> str | None:
+    """The shortest run of the answer's sentences (up to three) that contains ``quote``, when
+    it is longer than the quote; None otherwise."""
+    pieces = [p for p in _SENTENCE_BREAK.split(answer) if p.strip()]
+    for width in (1, 2, 3):
+        for i in range(len(pieces) - width + 1):
+            run = " ".join(pieces[i : i + width])
+            if occurs_on_word_boundaries(quote, run):
+                return run if fold_phrase(run) != fold_phrase(quote) else None
+    return None
+
+
+@dataclass(frozen=True)
+class Check:
+    """A judgement after the checks, and the credit each check took back (point id -> why)."""
+
+    judgement: Judgement
+    taken_back: dict[str, str]
+
+
+def verify(card: Card, judgement: Judgement, answer: str, reader: Any = None) -> Check:
+    """``judgement`` with every credited point that fails a check made absent (blocking)."""
+    from grader.offline import injection_spans, quote_is_injection
+
+    checked = check_evidence(card, judgement, answer)
+    taken: dict[str, str] = {
+        p.point_id: NO_EVIDENCE
+        for p, q in zip(judgement.points, checked.points, strict=True)
+        if p.verdict in CREDITED and q.verdict is PointVerdict.ABSENT
+    }
+    spans = injection_spans(answer, [p.id for p in card.key_points])
+    points = []
+    for point in checked.points:
+        if point.verdict in CREDITED:
+            if quote_is_injection(point.quote, answer, spans):
+                taken[point.point_id] = INJECTED
+            elif not supports(card, point.point_id, point.quote, reader, answer=answer):
+                taken[point.point_id] = OFF_POINT
+            if point.point_id in taken:
+                point = PointJudgement(point.point_id, PointVerdict.ABSENT, "")
+        points.append(point)
+    return Check(replace(checked, points=tuple(points)), taken)
+
+
+async def verify_async(card: Card, judgement: Judgement, answer: str, reader: Any = None) -> Check:
+    return await asyncio.to_thread(verify, card, judgement, answer, reader)
