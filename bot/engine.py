@@ -873,7 +873,9 @@ class QuizEngine:
 
     # ----- plots, recovery ------------------------------------------------------------
 
-    async def plot(self, sim_id: str, wait_seconds: float = 3.0) -> PlotImage | None:
+    async def plot(
+        self, sim_id: str, wait_seconds: float = 3.0, *, card_id: str | None = None
+    ) -> PlotImage | None:
         """The simulation's plot, or None if there is no service or it is not ready in time."""
         if self.sims is None:
             return None
@@ -889,7 +891,7 @@ class QuizEngine:
         return PlotImage(
             sim_id=sim_id,
             png=found.png_path.read_bytes(),
-            caption=caption(sim_id),
+            caption=caption(sim_id, card_id),
             title=title(sim_id),
             path=str(found.png_path),
         )

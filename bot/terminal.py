@@ -60,7 +60,7 @@ class TerminalChat:
                 self.write("(Type your answer; end a line with \\ to continue it on the next.)")
                 self._warm_judge(reply.card_id)
             if reply.plot_sim:
-                plot = await self.engine.plot(reply.plot_sim, wait_seconds=5.0)
+                plot = await self.engine.plot(reply.plot_sim, wait_seconds=5.0, card_id=reply.card_id)
                 if plot is not None:
                     self.write(f"Plot: {plot.path}\n{plot.caption}")
 

@@ -165,17 +165,19 @@ class DiscordHandlers:
         for reply in replies:
             plot = None
             if reply.plot_sim:
-                plot = await self.engine.plot(reply.plot_sim, wait_seconds=self.plot_wait)
+                plot = await self.engine.plot(
+                    reply.plot_sim, wait_seconds=self.plot_wait, card_id=reply.card_id
+                )
             for message in render_reply(
                 reply, owner=owner, card_title=self.card_title(reply.card_id), plot=plot
             ):
                 last = await sink.send(message)
             if reply.plot_sim and plot is None:
-                self.later(self._late_plot(reply.plot_sim, sink))
+                self.later(self._late_plot(reply.plot_sim, sink, reply.card_id))
         return last
 
-    async def _late_plot(self, sim_id: str, sink: Sink) -> None:
-        plot = await self.engine.plot(sim_id, wait_seconds=self.late_plot_wait)
+    async def _late_plot(self, sim_id: str, sink: Sink, card_id: str | None = None) -> None:
+        plot = await self.engine.plot(sim_id, wait_seconds=self.late_plot_wait, card_id=card_id)
         if plot is None:
             log.info("the plot for %s was not ready; the verdict went without it", sim_id)
             return

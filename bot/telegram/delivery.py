@@ -125,7 +125,7 @@ class Delivery:
         if reply.image:
             await self.photo(dest, reply.image, reply.image_caption, sent=sent)
         if reply.plot_sim:
-            await self.plot(dest, reply.plot_sim, sent=sent)
+            await self.plot(dest, reply.plot_sim, sent=sent, card_id=reply.card_id)
 
     async def message(self, dest: Destination, html: str, keyboard: Any = None) -> Message:
         return await self.call(
@@ -160,20 +160,22 @@ class Delivery:
         for chunk in overflow:
             sent.append(await self.message(replace(dest, reply_to=None), chunk))
 
-    async def plot(self, dest: Destination, sim_id: str, *, sent: list[Message]) -> None:
+    async def plot(
+        self, dest: Destination, sim_id: str, *, sent: list[Message], card_id: str | None = None
+    ) -> None:
         """The simulation's plot now if it is ready within a few seconds, else when it is."""
         if self.engine.sims is None:
             return  # plots are off (TRAPBOT_PLOTS=false, or no simulation service)
-        found = await self.engine.plot(sim_id, wait_seconds=self.plot_wait_seconds)
+        found = await self.engine.plot(sim_id, wait_seconds=self.plot_wait_seconds, card_id=card_id)
         if found is not None:
             await self.photo(dest, found.png, plot_caption(found.title, found.caption), sent=sent)
             return
         self.spawn(
-            self._late_plot(replace(dest, reply_to=None), sim_id), name=f"late-plot:{sim_id}"
+            self._late_plot(replace(dest, reply_to=None), sim_id, card_id), name=f"late-plot:{sim_id}"
         )
 
-    async def _late_plot(self, dest: Destination, sim_id: str) -> None:
-        found = await self.engine.plot(sim_id, wait_seconds=self.late_plot_seconds)
+    async def _late_plot(self, dest: Destination, sim_id: str, card_id: str | None = None) -> None:
+        found = await self.engine.plot(sim_id, wait_seconds=self.late_plot_seconds, card_id=card_id)
         if found is None:
             log.warning("plot %s was not ready in time; the verdict went without it", sim_id)
             return
