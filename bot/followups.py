@@ -141,6 +141,39 @@ class FollowUps:
             return row
         return row if card_id == row.card_id and card_id != current_card_id else None
 
+    def open_on(self, learner_id: int, review_id: int) -> FollowUp | None:
+        """The open follow-up on this learner's review, or None."""
+        with Session(self.db, expire_on_commit=False) as session:
+            return session.exec(
+                select(FollowUp).where(
+                    FollowUp.review_id == review_id,
+                    FollowUp.learner_id == learner_id,
+                    FollowUp.status == FollowUpStatus.OPEN,
+                )
+            ).first()
+
+    def asked_again(self, learner_id: int) -> Reply | None:
+        """The learner's open follow-up asked again (a chat that restarts), or None."""
+        row = self.open_for(learner_id, card_id=None, current_card_id=None)
+        card = self.deck.get(row.card_id) if row is not None and row.card_id in self.deck else None
+        point = (
+            next((p for p in card.key_points if p.id == row.point_id), None)
+            if card and row
+            else None
+        )
+        if row is None or card is None or point is None:
+            return None
+        return self.prompt(card, point, row.review_id)
+
+    @staticmethod
+    def closed_reply() -> Reply:
+        return Reply(
+            "That follow-up is closed: it was answered or skipped, or a new trap came after it. "
+            "Your answer was not stored.",
+            kind=ReplyKind.ERROR,
+            buttons=((Button("Next trap", Action(Verb.NEXT).encode()),),),
+        )
+
     # ----- answering --------------------------------------------------------------------
 
     async def answer(self, row: FollowUp, text: str) -> list[Reply]:

@@ -43,11 +43,14 @@ HELP = (
     "- /hint: a nudge for the open trap\n"
     "- /skip: put the open trap back for later\n"
     "- /stats: streak, reviews, what is due, mastery per mechanism\n"
-    "- /settings: timezone, push time, new traps a day, pause\n"
+    "- /settings: timezone, push time, new traps a day, interview mode, pause\n"
     "- /undo: take back your last grade\n"
     "- /forget: delete everything stored about you\n"
     "- /help: this message\n\n"
-    "To answer, just send your answer as a message after a trap."
+    "To answer, just send your answer as a message after a trap. When an answer misses a "
+    "core point, \"Try the follow-up\" asks what an interviewer would ask next: your next "
+    "message answers it (it never changes your grade; /skip skips it). "
+    "`/settings interview on` asks it straight away."
 )
 
 
