@@ -347,13 +347,20 @@ class QuizEngine:
         )
 
     async def submit_answer(
-        self, learner_id: int, text: str, *, card_id: str | None = None, follow_up_of: int | None = None
+        self,
+        learner_id: int,
+        text: str,
+        *,
+        card_id: str | None = None,
+        follow_up_of: int | None = None,
+        to_follow_up: bool = False,
     ) -> list[Reply]:
         """Store the answer, then grade it. The answer is stored before anything can fail.
 
-        It answers the open follow-up when there is one (``bot.followups``), else ``card_id``
-        when given (a reply to a trap's message), else the open trap. ``follow_up_of``: it
-        answers the follow-up on that review (Discord's follow-up form), or nothing.
+        It answers trap ``card_id`` when given (a reply to a trap's message, a trap's form);
+        else the open follow-up when there is one (``bot.followups``), else the open trap.
+        ``follow_up_of`` (Discord's follow-up form) and ``to_follow_up`` (a reply to a
+        follow-up's message, about ``card_id``) answer a follow-up or nothing.
         """
         answer = clean_answer(text if isinstance(text, str) else "")
         if len(answer) < MIN_ANSWER_CHARS:
@@ -368,14 +375,16 @@ class QuizEngine:
             ]
         async with self._locks[learner_id]:
             learner = self._require(learner_id)
-            if follow_up_of is not None:
-                follow_up = self.followups.open_on(learner_id, follow_up_of)
+            if follow_up_of is not None or to_follow_up:
+                follow_up = (
+                    self.followups.open_on(learner_id, follow_up_of)
+                    if follow_up_of is not None
+                    else self.followups.open_for(learner_id, card_id=card_id)
+                )
                 if follow_up is None:
                     return [self.followups.closed_reply()]
             else:
-                follow_up = self.followups.open_for(
-                    learner_id, card_id=card_id, current_card_id=learner.current_card_id
-                )
+                follow_up = self.followups.open_for(learner_id) if card_id is None else None
             if follow_up is not None:
                 return await self.followups.answer(follow_up, answer)
             target = card_id or learner.current_card_id

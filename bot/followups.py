@@ -125,21 +125,18 @@ class FollowUps:
             review_id=review_id,
         )
 
-    def open_for(
-        self, learner_id: int, *, card_id: str | None, current_card_id: str | None
-    ) -> FollowUp | None:
-        """The open follow-up a free-text answer answers: any, for a plain message; for one
-        that names a card (a reply to a message), only when it names the follow-up's card and
-        that card is not the open trap (then it answers the trap)."""
+    def open_for(self, learner_id: int, *, card_id: str | None = None) -> FollowUp | None:
+        """The learner's open follow-up (on ``card_id`` when given): what a free-text answer
+        that names no trap answers."""
         with Session(self.db, expire_on_commit=False) as session:
-            row = session.exec(
-                select(FollowUp)
-                .where(FollowUp.learner_id == learner_id, FollowUp.status == FollowUpStatus.OPEN)
-                .order_by(col(FollowUp.asked_at).desc(), col(FollowUp.id).desc())
+            query = select(FollowUp).where(
+                FollowUp.learner_id == learner_id, FollowUp.status == FollowUpStatus.OPEN
+            )
+            if card_id is not None:
+                query = query.where(FollowUp.card_id == card_id)
+            return session.exec(
+                query.order_by(col(FollowUp.asked_at).desc(), col(FollowUp.id).desc())
             ).first()
-        if row is None or card_id is None:
-            return row
-        return row if card_id == row.card_id and card_id != current_card_id else None
 
     def open_on(self, learner_id: int, review_id: int) -> FollowUp | None:
         """The open follow-up on this learner's review, or None."""
@@ -154,7 +151,7 @@ class FollowUps:
 
     def asked_again(self, learner_id: int) -> Reply | None:
         """The learner's open follow-up asked again (a chat that restarts), or None."""
-        row = self.open_for(learner_id, card_id=None, current_card_id=None)
+        row = self.open_for(learner_id)
         card = self.deck.get(row.card_id) if row is not None and row.card_id in self.deck else None
         point = (
             next((p for p in card.key_points if p.id == row.point_id), None)

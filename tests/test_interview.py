@@ -492,3 +492,30 @@ async def test_a_follow_up_on_a_variant_probes_the_same_key(db, small_deck, cloc
     [verdict] = await engine.submit_answer(ada.id, answer)
     [prompt] = await engine.act(ada.id, button(verdict, "Try the follow-up"))
     assert small_deck.get("rl-91").key_point("overoptimization").probe in prompt.text
+
+
+async def test_what_a_free_text_answers_while_a_follow_up_is_open(db, small_deck, clock) -> None:
+    engine = make(db, small_deck, clock)
+    ada = engine.learner("terminal", "ada")
+    verdict = await missed_one_core(engine, ada.id)
+    await engine.act(ada.id, button(verdict, "Try the follow-up"))
+    # A reply to the trap's own message (its card named) answers the trap again, not the follow-up.
+    [graded] = await engine.submit_answer(ada.id, ALL, card_id="rl-91")
+    assert graded.kind is ReplyKind.VERDICT and len(reviews(engine, ada.id)) == 2
+    assert followups(engine)[0].status == FollowUpStatus.OPEN
+    # A reply to the follow-up's message answers it; once answered, such a reply is turned down.
+    [result] = await engine.submit_answer(
+        ada.id, "the optimiser finds overoptimization in the RM", card_id="rl-91", to_follow_up=True
+    )
+    assert "You got there." in result.text
+    [closed] = await engine.submit_answer(
+        ada.id, "one more thought on overoptimization", card_id="rl-91", to_follow_up=True
+    )
+    assert closed.kind is ReplyKind.ERROR and "closed" in closed.text
+    [closed] = await engine.submit_answer(
+        ada.id, "and another thought", follow_up_of=verdict.review_id
+    )
+    assert closed.kind is ReplyKind.ERROR and "closed" in closed.text
+    [empty] = await engine.submit_answer(ada.id, " ", follow_up_of=verdict.review_id)
+    assert empty.kind is ReplyKind.ERROR and "empty" in empty.text
+    assert len(followups(engine)) == 1 and len(reviews(engine, ada.id)) == 2
