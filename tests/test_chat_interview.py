@@ -4,6 +4,7 @@ the next line, skipped with /skip, answered after the chat restarts; variants on
 from __future__ import annotations
 
 import io
+import random
 from datetime import timedelta
 
 import pytest
@@ -11,7 +12,7 @@ from sqlmodel import Session, select
 
 from bot.db import make_engine
 from bot.engine import QuizEngine
-from bot.models import CardState, FollowUp, FollowUpStatus, Review
+from bot.models import Asked, CardState, FollowUp, FollowUpStatus, Learner, Review
 from bot.terminal import TerminalChat
 from cards.schema import Card
 from grader.base import Assessment, Judgement, PointJudgement, PointVerdict
@@ -113,3 +114,43 @@ async def test_a_review_in_the_chat_asks_a_variant(db_url, small_deck, clock, na
     assert "The same mechanism, another setting" in out and card.source.date not in out
     assert any(" ".join(v.question.split()[:6]) in " ".join(out.split()) for v in card.variants)
     engine.db.dispose()
+
+
+class FirstOfTies(random.Random):
+    """Breaks every tie toward the card's first variant, so a shared count would show."""
+
+    def choice(self, seq):  # type: ignore[override]
+        return seq[0]
+
+
+async def test_variants_rotate_per_learner_and_independently(
+    db_url, small_deck, clock, named_judge
+) -> None:
+    engine = engine_on(db_url, small_deck, clock, named_judge)
+    engine.rng = FirstOfTies()
+    card = small_deck.get("rl-91")
+
+    async def session(user: str, answers: int) -> str:
+        out = io.StringIO()
+        lines = ["a"] + ["/trap", HALF] * answers + ["/quit"]
+        await TerminalChat(engine, io.StringIO("\n".join(lines) + "\n"), out, user=user).run()
+        return out.getvalue()
+
+    ada = await session("ada", 4)
+    bob = await session("bob", 3)
+    first, second = (v.id for v in card.variants)
+    assert asked(engine, "ada") == [None, first, second, first]
+    assert asked(engine, "bob") == [None, first, second]  # his own least seen, not Ada's
+    flat = " ".join(ada.split())
+    for variant in card.variants:
+        assert " ".join(variant.question.split()[:8]) in flat
+    assert "The same mechanism, another setting" in bob
+    engine.db.dispose()
+
+
+def asked(engine: QuizEngine, user: str) -> list[str | None]:
+    """The wordings shown to a terminal learner, in order."""
+    with Session(engine.db) as session:
+        learner = session.exec(select(Learner).where(Learner.platform_user_id == user)).one()
+        rows = session.exec(select(Asked).where(Asked.learner_id == learner.id).order_by(Asked.id))
+        return [row.variant_id for row in rows]

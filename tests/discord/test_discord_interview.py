@@ -4,6 +4,7 @@ answer form showing the variant a review asks."""
 
 from __future__ import annotations
 
+import random
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -180,3 +181,34 @@ class _DmChannel:
     async def send(self, **kwargs):
         self.sent.append(kwargs)
         return SimpleNamespace(id=len(self.sent))
+
+
+class FirstOfTies(random.Random):
+    """Breaks every tie toward the card's first variant, so a shared count would show."""
+
+    def choice(self, seq):  # type: ignore[override]
+        return seq[0]
+
+
+async def test_variants_rotate_per_learner_and_independently(make_rig) -> None:
+    rig = make_rig()
+    rig.engine.rng = FirstOfTies()
+    card_id = rig.engine.deck.cards[0].id
+
+    async def asked(user) -> str:
+        """/trap, then answer in the form (missing a core point: SM-2 asks again today)."""
+        trap = await rig.command("trap", user)
+        ref = trap.last.custom_id("Answer").rsplit(":", 1)[1]
+        form = (await rig.press(trap.last, "Answer", user)).modal
+        await rig.submit(form, MISSES_A_CORE_POINT, user)
+        return ref
+
+    ada, bob = rig.users["ada"], rig.users["bob"]
+    assert [await asked(ada) for _ in range(4)] == [
+        card_id,
+        f"{card_id}.1",
+        f"{card_id}.2",
+        f"{card_id}.1",
+    ]
+    # Bob's rotation is his own: the original first, then his least seen (not Ada's).
+    assert [await asked(bob) for _ in range(3)] == [card_id, f"{card_id}.1", f"{card_id}.2"]

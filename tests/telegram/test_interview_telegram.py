@@ -4,6 +4,7 @@ interview mode from /settings, and a review asking a variant."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from sqlmodel import Session, select
@@ -179,3 +180,39 @@ async def test_interview_mode_from_settings_and_a_variant_on_review(
     await next_message(api, mark, ada.id, "Grade")
     asked = reviews(engine)[-1]
     assert asked.learner_id == learner.id and asked.variant_id in {v.id for v in card.variants}
+
+
+class FirstOfTies(random.Random):
+    """Breaks every tie toward the card's first variant, so a shared count would show."""
+
+    def choice(self, seq):  # type: ignore[override]
+        return seq[0]
+
+
+async def test_variants_rotate_per_learner_and_independently(make_bot, keyword_judge) -> None:
+    bot = await make_bot(judge=FinalJudge(keyword_judge))
+    bot.engine.rng = FirstOfTies()
+    api, card = bot.api, bot.engine.deck.get("rl-91")
+
+    async def asked(user: Any) -> str:
+        """/trap, then an answer missing a core point (SM-2 asks again the same day)."""
+        mark = api.mark()
+        api.send_command(user, "trap")
+        question = await next_message(api, mark, user.id, "rl-91")
+        mark = api.mark()
+        api.send_text(user, MISSES, reply_to=question.result)
+        await next_message(api, mark, user.id, "Grade")
+        for index, variant in enumerate(card.variants, 1):
+            if " ".join(variant.question.split()[:8]) in " ".join(question.text.split()):
+                return f"variant {index}"
+        assert card.source.date in question.text
+        return "original"
+
+    ada, bob = api.user("Ada"), api.user("Bob")
+    assert [await asked(ada) for _ in range(4)] == [
+        "original",
+        "variant 1",
+        "variant 2",
+        "variant 1",
+    ]
+    assert [await asked(bob) for _ in range(3)] == ["original", "variant 1", "variant 2"]
