@@ -574,9 +574,13 @@ class DiscordHandlers:
                 PLATFORM, author.id, display_name=display_name(author), chat_id=author.id
             )
             learner = await self.settle_reach(learner, dm_works=True)
+            card_id = self._replied_card(message)
             replies = await self.engine.submit_answer(
-                learner.id, text, card_id=self._replied_card(message)
-            )  # type: ignore[arg-type]
+                learner.id,  # type: ignore[arg-type]
+                text,
+                card_id=card_id,
+                to_follow_up=card_id is not None and self._replied_follow_up(message),
+            )
             await self.deliver(replies, sink, owner=author.id)
         except Exception:
             log.exception("answering a direct message failed")
@@ -584,6 +588,16 @@ class DiscordHandlers:
                 await sink.send(render_notice(texts.FAILED))
             except discord.HTTPException:
                 pass
+
+    @staticmethod
+    def _replied_follow_up(message: Any) -> bool:
+        """Whether the bot message a DM replies to is a follow-up question (its embed's title
+        starts with "Follow-up")."""
+        quoted = getattr(getattr(message, "reference", None), "resolved", None)
+        embeds = getattr(quoted, "embeds", None)
+        return isinstance(embeds, list) and any(
+            (embed.title or "").startswith("Follow-up") for embed in embeds
+        )
 
     def _replied_card(self, message: Any) -> str | None:
         """The trap a DM replies to, read from the embed of the bot's message it quotes."""

@@ -212,3 +212,32 @@ async def test_variants_rotate_per_learner_and_independently(make_rig) -> None:
     ]
     # Bob's rotation is his own: the original first, then his least seen (not Ada's).
     assert [await asked(bob) for _ in range(3)] == [card_id, f"{card_id}.1", f"{card_id}.2"]
+
+
+async def test_a_dm_reply_to_the_follow_up_answers_it_and_one_to_the_trap_answers_the_trap(
+    make_rig,
+) -> None:
+    rig = make_rig()
+    bob = rig.users["bob"]
+    trap = await rig.command("trap", bob, in_dm=True)
+    form = (await rig.press(trap.last, "Answer", bob, in_dm=True)).modal
+    submitted = await rig.submit(form, MISSES_A_CORE_POINT, bob, in_dm=True)
+    verdict = next(sent for sent in submitted.sent if "Grade" in sent.text)
+    prompt = (await rig.press(verdict, "Try the follow-up", bob, in_dm=True)).last
+    channel = _DmChannel()
+
+    def reply_to(sent, content: str) -> SimpleNamespace:
+        quoted = SimpleNamespace(author=SimpleNamespace(bot=True), embeds=sent.embeds)
+        return SimpleNamespace(
+            author=bob,
+            guild=None,
+            channel=channel,
+            content=content,
+            reference=SimpleNamespace(resolved=quoted),
+        )
+
+    await rig.handlers.on_direct_message(reply_to(trap.last, "My answer again: overoptimization."))
+    assert len(_reviews(rig)) == 2 and rows(rig)[0].status == FollowUpStatus.OPEN
+    await rig.handlers.on_direct_message(reply_to(prompt, GETS_THERE))
+    assert "You got there." in (channel.sent[-1]["embeds"][0].description or "")
+    assert rows(rig)[0].rescued is True and len(_reviews(rig)) == 2
