@@ -68,6 +68,8 @@ class Stats:
     mastery: dict[str, float]  # tag -> mean of the latest quality / 5 over seen cards
     followups_answered: int = 0
     followups_rescued: int = 0  # follow-ups that got the learner to the missed point
+    variant_reviews: int = 0  # graded reviews asked in a variant's wording
+    variant_recalled: int = 0  # of them, graded 3 or more
 
 
 _KEEP_FORMAT = {"\u200c", "\u200d"}  # joiners shape emoji and some scripts
@@ -906,6 +908,8 @@ class QuizEngine:
             mastery=mastery,
             followups_answered=answered,
             followups_rescued=rescued,
+            variant_reviews=sum(1 for r in reviews if r.variant_id),
+            variant_recalled=sum(1 for r in reviews if r.variant_id and (r.quality or 0) >= 3),
         )
 
     async def stats(self, learner_id: int, *, with_plot: bool = True) -> list[Reply]:
@@ -920,6 +924,10 @@ class QuizEngine:
             "- Due this week: "
             + ", ".join(f"{day.strftime('%a')} {count}" for day, count in data.due_forecast),
         ]
+        if data.variant_reviews:
+            lines.append(
+                f"- In another setting: {data.variant_recalled} of {data.variant_reviews} reviews recalled (3+)"
+            )
         rescues = rescue_line(data.followups_answered, data.followups_rescued)
         if rescues:
             lines.append(rescues)

@@ -435,6 +435,8 @@ async def test_variants_rotate_across_reviews_for_one_learner(db, small_deck, cl
     for q in asked:  # no title or source beside a variant
         assert card.title not in q.text and card.source.date not in q.text and "`rl-91`" in q.text
     assert [r.variant_id for r in reviews(engine, ada.id)] == [None, first.id, second.id, first.id]
+    [stats] = await engine.stats(ada.id, with_plot=False)
+    assert "In another setting: 3 of 3 reviews recalled (3+)" in stats.text
     # The judge read each answer with the question that was asked.
     assert judge.questions == [card.question, first.question, second.question, first.question]
 
