@@ -979,6 +979,11 @@ class QuizEngine:
             async with self._locks[review.learner_id]:
                 replies = await self._grade_stored(review, self.deck.get(review.card_id))
             owed.append((review.learner_id, [Reply("Your last answer was graded after a restart:"), *replies]))
+        for learner_id, row_id in self.followups.left_judging():  # follow-up answers, likewise
+            async with self._locks[learner_id]:
+                replies = await self.followups.judge_stored(row_id)
+            if replies:
+                owed.append((learner_id, [Reply("Your follow-up answer was read after a restart:"), *replies]))
         return owed
 
     # ----- helpers ----------------------------------------------------------------------

@@ -193,6 +193,32 @@ class FollowUps:
                     kind=ReplyKind.INFO,
                 )
             ]
+        return await self._read(row, card, point, text)
+
+    def left_judging(self) -> list[tuple[int, int]]:
+        """(learner id, follow-up id) of answers stored but never read (a crash in between)."""
+        with Session(self.db) as session:
+            rows = session.exec(
+                select(FollowUp.learner_id, FollowUp.id)
+                .where(FollowUp.status == FollowUpStatus.JUDGING)
+                .order_by(col(FollowUp.id))
+            ).all()
+        return [(learner_id, row_id) for learner_id, row_id in rows]  # type: ignore[misc]
+
+    async def judge_stored(self, row_id: int) -> list[Reply]:
+        """Read a stored follow-up answer left by a crash; nothing when it was read meanwhile."""
+        with Session(self.db, expire_on_commit=False) as session:
+            row = session.get(FollowUp, row_id)
+        if row is None or row.status != FollowUpStatus.JUDGING or row.answer is None:
+            return []
+        card = self.deck.get(row.card_id) if row.card_id in self.deck else None
+        point = next((p for p in card.key_points if p.id == row.point_id), None) if card else None
+        if card is None or point is None:
+            self._update(row.id, status=FollowUpStatus.CLOSED)
+            return []
+        return await self._read(row, card, point, row.answer)
+
+    async def _read(self, row: FollowUp, card: Card, point: KeyPoint, text: str) -> list[Reply]:
         verdict, judge = await self._judge(card, point, text)
         if verdict is None:
             self._update(row.id, status=FollowUpStatus.SELF_CHECK)

@@ -3,6 +3,7 @@ the question that rotate across reviews. Real databases, injected time and rng."
 
 from __future__ import annotations
 
+import asyncio
 import random
 from datetime import timedelta
 
@@ -521,3 +522,51 @@ async def test_what_a_free_text_answers_while_a_follow_up_is_open(db, small_deck
     [empty] = await engine.submit_answer(ada.id, " ", follow_up_of=verdict.review_id)
     assert empty.kind is ReplyKind.ERROR and "empty" in empty.text
     assert len(followups(engine)) == 1 and len(reviews(engine, ada.id)) == 2
+
+
+class HangsOnFollowUps(NamedJudge):
+    """Never returns on a follow-up answer, like a process killed while the judge reads it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = asyncio.Event()
+
+    async def assess(self, card: Card, answer: str, *, interactive: bool) -> Assessment:
+        if "hang" in answer:
+            self.started.set()
+            await asyncio.Event().wait()
+        return await super().assess(card, answer, interactive=interactive)
+
+
+async def test_a_follow_up_answer_left_unread_by_a_crash_is_read_at_the_next_start(
+    db_url, small_deck, clock
+) -> None:
+    from bot.db import make_engine
+
+    judge = HangsOnFollowUps()
+    first = make(make_engine(db_url), small_deck, clock, judge)
+    ada = first.learner("terminal", "ada")
+    verdict = await missed_one_core(first, ada.id)
+    await first.act(ada.id, button(verdict, "Try the follow-up"))
+    task = asyncio.create_task(first.submit_answer(ada.id, "hang on: overoptimization of the RM"))
+    await judge.started.wait()
+    task.cancel()  # the process dies while the judge reads
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    first.db.dispose()
+    assert followups(first)[0].status == FollowUpStatus.JUDGING  # stored before it was read
+
+    second = make(make_engine(db_url), small_deck, clock)
+    try:
+        [(learner_id, replies)] = await second.recover_pending()
+        assert learner_id == ada.id and "read after a restart" in replies[0].text
+        assert "You got there." in replies[1].text
+        [row] = followups(second)
+        assert (row.status, row.rescued, row.review_id) == (
+            FollowUpStatus.ANSWERED,
+            True,
+            verdict.review_id,
+        )
+        assert await second.recover_pending() == []  # read once
+    finally:
+        second.db.dispose()
