@@ -30,7 +30,8 @@ class Verb(StrEnum):
     SETTINGS = "set"  # arg: accept-defaults, pause, resume
     SNOOZE = "snz"  # arg: hours
     SKIP_TODAY = "off"
-    ANSWER = "ans"  # open a given trap to answer (arg: card id), e.g. from a push or a server post
+    ANSWER = "ans"  # open a given trap to answer (arg: card id, or card id.variant index), e.g. from a push
+    FOLLOWUP = "fu"  # the interviewer's follow-up on a review (arg: -/answer: ask it, skip, yes/no: self-check)
 
 
 _ARG = re.compile(r"[a-z0-9_.+-]{1,24}")

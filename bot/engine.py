@@ -23,19 +23,27 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine as DbEngine
 from sqlmodel import Session, col, select
 
-from bot import texts
+from bot import texts, wordings
 from bot.actions import Action, InvalidAction, Verb
 from bot.clock import Clock, local_date
+from bot.followups import FollowUps, point_to_probe, rescue_line
 from bot.locks import LearnerLocks
 from bot.models import CardState, Learner, PushLog, PushStatus, Review, ReviewStatus
 from bot.ops import GRADING
-from bot.prefs import PreferenceError, parse_new_per_day, parse_push_time, parse_timezone
+from bot.prefs import (
+    PreferenceError,
+    parse_new_per_day,
+    parse_on_off,
+    parse_push_time,
+    parse_timezone,
+)
 from bot.pushtime import PUSH_PLATFORMS, next_push_at, tomorrows_push_at
 from bot.replies import Button, PlotImage, Reply, ReplyKind
 from cards.deck import Deck
 from cards.schema import Card
 from cards.sm2 import Sm2State, needs_same_day_repeat
 from cards.sm2 import review as sm2_review
+from cards.wording import as_asked, parse_wording_ref, variant_index, wording_ref
 from grader.base import Assessment, Grade, Grader, Judgement, PointJudgement, PointVerdict
 from grader.scoring import grade_from_judgement
 
@@ -60,6 +68,10 @@ class Stats:
     cards_total: int
     due_forecast: list[tuple[date, int]]  # the next 7 local days
     mastery: dict[str, float]  # tag -> mean of the latest quality / 5 over seen cards
+    followups_answered: int = 0
+    followups_rescued: int = 0  # follow-ups that got the learner to the missed point
+    variant_reviews: int = 0  # graded reviews asked in a variant's wording
+    variant_recalled: int = 0  # of them, graded 3 or more
 
 
 _KEEP_FORMAT = {"\u200c", "\u200d"}  # joiners shape emoji and some scripts
@@ -99,6 +111,7 @@ class QuizEngine:
         self.interactive = interactive
         self.default_new_per_day = default_new_per_day
         self._locks = LearnerLocks(db)
+        self.followups = FollowUps(db, deck, grader, clock)
 
     # ----- learners ---------------------------------------------------------------------
 
@@ -256,7 +269,7 @@ class QuizEngine:
         self._set_current(learner.id, card.id)
         remaining = len(due) - 1 if due else 0
         label = f"{remaining} more due today." if remaining > 0 else ""
-        return [self._question_reply(card, repeat=repeat, label=label)]
+        return [self._question_reply(learner.id, card, repeat=repeat, label=label)]
 
     def _done_for_today(self, known: dict[str, CardState], today: date, *, more_new: bool) -> Reply:
         upcoming = sorted(s.due_on for s in known.values() if s.due_on > today)
@@ -283,6 +296,9 @@ class QuizEngine:
         """Put the open trap back: a due one stays due, a new one returns tomorrow."""
         async with self._locks[learner_id]:
             learner = self._require(learner_id)
+            skipped_follow_up = self.followups.skip(learner_id)
+            if skipped_follow_up is not None:
+                return skipped_follow_up
             if learner.current_card_id is None:
                 return [self._no_open_trap()]
             today = self.today(learner)
@@ -307,13 +323,14 @@ class QuizEngine:
 
     async def open_card(self, learner_id: int, card_id: str) -> list[Reply]:
         """Open a given trap for this learner (a push, a server's trap of the day)."""
+        card_id = parse_wording_ref(card_id)[0]
         if card_id not in self.deck:
             return [Reply(f"There is no trap {card_id!r}.", kind=ReplyKind.ERROR)]
         async with self._locks[learner_id]:
             learner = self._require(learner_id)
             self._set_current(learner.id, card_id)
             card = self.deck.get(card_id)
-            return [self._question_reply(card, repeat=False, label="")]
+            return [self._question_reply(learner.id, card, repeat=False, label="")]
 
     def _set_current(self, learner_id: int | None, card_id: str | None) -> None:
         with Session(self.db) as session:
@@ -323,10 +340,16 @@ class QuizEngine:
             learner.current_asked_at = self.clock.now() if card_id else learner.current_asked_at
             session.add(learner)
             session.commit()
+        if card_id:  # a new trap is open: the next free text answers it, not an old follow-up
+            self.followups.close_open(learner_id)
 
-    def _question_reply(self, card: Card, *, repeat: bool, label: str) -> Reply:
+    def _question_reply(self, learner_id: int | None, card: Card, *, repeat: bool, label: str) -> Reply:
+        """The trap in the wording this learner is asked (``bot.wordings``), recorded."""
+        with Session(self.db, expire_on_commit=False) as session:
+            variant = wordings.ask(session, learner_id, card, rng=self.rng, now=self.clock.now())  # type: ignore[arg-type]
+            session.commit()
         return Reply(
-            texts.question_text(card, repeat=repeat, due_label=label),
+            texts.question_text(card, repeat=repeat, due_label=label, variant=variant),
             kind=ReplyKind.QUESTION,
             buttons=(
                 (
@@ -335,12 +358,24 @@ class QuizEngine:
                 ),
             ),
             card_id=card.id,
+            wording=variant_index(card, variant.id if variant else None),
         )
 
-    async def submit_answer(self, learner_id: int, text: str, *, card_id: str | None = None) -> list[Reply]:
+    async def submit_answer(
+        self,
+        learner_id: int,
+        text: str,
+        *,
+        card_id: str | None = None,
+        follow_up_of: int | None = None,
+        to_follow_up: bool = False,
+    ) -> list[Reply]:
         """Store the answer, then grade it. The answer is stored before anything can fail.
 
-        It answers ``card_id`` when given (a reply to a trap's message), else the open trap.
+        It answers trap ``card_id`` when given (a reply to a trap's message, a trap's form);
+        else the open follow-up when there is one (``bot.followups``), else the open trap.
+        ``follow_up_of`` (Discord's follow-up form) and ``to_follow_up`` (a reply to a
+        follow-up's message, about ``card_id``) answer a follow-up or nothing.
         """
         answer = clean_answer(text if isinstance(text, str) else "")
         if len(answer) < MIN_ANSWER_CHARS:
@@ -355,6 +390,18 @@ class QuizEngine:
             ]
         async with self._locks[learner_id]:
             learner = self._require(learner_id)
+            if follow_up_of is not None or to_follow_up:
+                follow_up = (
+                    self.followups.open_on(learner_id, follow_up_of)
+                    if follow_up_of is not None
+                    else self.followups.open_for(learner_id, card_id=card_id)
+                )
+                if follow_up is None:
+                    return [self.followups.closed_reply()]
+            else:
+                follow_up = self.followups.open_for(learner_id) if card_id is None else None
+            if follow_up is not None:
+                return await self.followups.answer(follow_up, answer)
             target = card_id or learner.current_card_id
             if target is None or target not in self.deck:
                 return [self._no_open_trap()]
@@ -376,6 +423,8 @@ class QuizEngine:
                 created_at=self.clock.now(),
             )
             session.add(review)
+            session.flush()
+            review.variant_id = wordings.answered(session, learner.id, card.id, review.id)  # type: ignore[arg-type]
             db_learner = session.get(Learner, learner.id)
             assert db_learner is not None
             if db_learner.current_card_id == card.id:
@@ -388,7 +437,7 @@ class QuizEngine:
         interactive = self.interactive if interactive is None else interactive
         started = _time.perf_counter()
         try:
-            assessment = await self.grader.assess(card, review.answer, interactive=interactive)
+            assessment = await self.grader.assess(as_asked(card, review.variant_id), review.answer, interactive=interactive)
             GRADING.labels(assessment.grader.split(" ")[0]).observe(_time.perf_counter() - started)
         except Exception:  # a judge must never lose an answer; fall back to self-grading
             log.exception("grader %s failed on review %s", getattr(self.grader, "name", "?"), review.id)
@@ -462,7 +511,12 @@ class QuizEngine:
             session.add_all([state, review])
             session.commit()
             next_label = texts.day_label(today, state.due_on) if not state.repeat_today else "again later today"
-        return [self._verdict_reply(review, card, grade, quality, next_label)]
+            interview = learner.interview
+        follow_up = point_to_probe(card, grade.judgement if grade else None) is not None
+        verdict = self._verdict_reply(review, card, grade, quality, next_label, follow_up=follow_up, offer=not interview)
+        if follow_up and interview:  # interview mode: the interviewer asks straight away
+            return [verdict, self.followups.ask(review.learner_id, review, card)]
+        return [verdict]
 
     @staticmethod
     def _schedule(state: CardState, quality: int, today: date, now: datetime, *, same_day_repeat: bool) -> None:
@@ -484,13 +538,17 @@ class QuizEngine:
         state.last_reviewed_at = now
         state.skipped_on = None
 
-    def _verdict_reply(self, review: Review, card: Card, grade: Grade | None, quality: int, next_label: str) -> Reply:
+    def _verdict_reply(
+        self, review: Review, card: Card, grade: Grade | None, quality: int, next_label: str, *, follow_up: bool = False, offer: bool = True
+    ) -> Reply:
         judgement = grade.judgement if grade else None
         text = texts.verdict_text(
             card, quality, judgement, grade.caps if grade else (), next_label, review.grader or "",
             second=(review.verdict or {}).get("second_reading"),
+            follow_up=follow_up,
         )
-        buttons = (
+        first = ((Button("Try the follow-up", Action(Verb.FOLLOWUP, review.id).encode()),),) if follow_up and offer else ()
+        buttons = first + (
             (
                 Button("Full explanation", Action(Verb.EXPLAIN, review.id).encode()),
                 Button("I disagree", Action(Verb.DISAGREE, review.id).encode()),
@@ -569,6 +627,17 @@ class QuizEngine:
             if verb is Verb.OVERRIDE:
                 self._expect(review, ReviewStatus.GRADED)
                 return self._override(review, card, action.int_arg(0, 5))
+            if verb is Verb.FOLLOWUP:
+                if action.arg in (None, "answer"):
+                    return [self.followups.ask(learner_id, review, card)]
+                if action.arg == "skip":
+                    skipped = self.followups.skip(learner_id, review)
+                    if skipped is None:
+                        raise InvalidAction("that follow-up is not open")
+                    return skipped
+                if action.arg in ("yes", "no"):
+                    return self.followups.self_check(learner_id, review, card, action.arg == "yes")
+                raise InvalidAction("unknown follow-up button")
         raise InvalidAction(f"unexpected button {verb.value}")
 
     def _toggle_point(self, review: Review, card: Card, index: int) -> Reply:
@@ -641,13 +710,15 @@ class QuizEngine:
                 assert state is not None
                 _restore(state, review.state_before)
                 review.status = ReviewStatus.UNDONE
+                wordings.reopen(session, review.id)  # type: ignore[arg-type]
                 learner = session.get(Learner, learner_id)
                 assert learner is not None
                 learner.current_card_id = review.card_id
                 learner.current_asked_at = self.clock.now()
                 session.add_all([state, review, learner])
                 session.commit()
-                card_id = review.card_id
+                card_id, review_id = review.card_id, review.id
+            self.followups.close_open(learner_id, review_id=review_id)
             card = self.deck.get(card_id)
             return [
                 Reply(
@@ -678,6 +749,8 @@ class QuizEngine:
         async with self._locks[learner_id]:
             with Session(self.db) as session:
                 # Explicit deletes: SQLite enforces ON DELETE CASCADE only with the pragma on.
+                FollowUps.forget(session, learner_id)
+                wordings.forget(session, learner_id)
                 for table in (Review, CardState):
                     session.exec(sa.delete(table).where(table.learner_id == learner_id))  # type: ignore[call-overload]
                 session.exec(sa.delete(PushLog).where(PushLog.learner_id == learner_id))  # type: ignore[call-overload]
@@ -693,13 +766,17 @@ class QuizEngine:
             if learner.paused
             else Button("Pause reminders", Action(Verb.SETTINGS, arg="pause").encode())
         )
+        interview = Button(
+            "Interview mode off" if learner.interview else "Interview mode on",
+            Action(Verb.SETTINGS, arg="interview-off" if learner.interview else "interview-on").encode(),
+        )
         return [
             Reply(
                 self._settings_summary(learner)
                 + "\n\nTo change one, send for example `/settings timezone Europe/Berlin`, "
-                "`/settings time 07:30` or `/settings new 2`.",
+                "`/settings time 07:30`, `/settings new 2` or `/settings interview on`.",
                 kind=ReplyKind.SETTINGS,
-                buttons=((pause,),),
+                buttons=((pause, interview),),
             )
         ]
 
@@ -709,7 +786,8 @@ class QuizEngine:
             "**Your settings**\n"
             f"- Timezone: {learner.timezone}\n"
             f"- Daily push: {learner.push_time.strftime('%H:%M')} ({state})\n"
-            f"- New traps a day: {learner.new_per_day}"
+            f"- New traps a day: {learner.new_per_day}\n"
+            f"- Interview mode: {'on' if learner.interview else 'off'} (a missed core point brings a follow-up question at once)"
         )
 
     async def update_settings(self, learner_id: int, field: str, value: str) -> list[Reply]:
@@ -727,8 +805,12 @@ class QuizEngine:
                 changes["paused"] = True
             elif key in ("resume",):
                 changes["paused"] = False
+            elif key in ("interview",):
+                changes["interview"] = parse_on_off(value)
             else:
-                raise PreferenceError(f"I have no setting called {field!r}: try timezone, time, new, pause or resume.")
+                raise PreferenceError(
+                    f"I have no setting called {field!r}: try timezone, time, new, interview, pause or resume."
+                )
         except PreferenceError as error:
             return [Reply(str(error), kind=ReplyKind.ERROR)]
         return self._apply_settings(learner_id, changes)
@@ -757,6 +839,8 @@ class QuizEngine:
             ]
         if arg in ("pause", "resume"):
             return self._apply_settings(learner_id, {"paused": arg == "pause"})
+        if arg in ("interview-on", "interview-off"):
+            return self._apply_settings(learner_id, {"interview": arg == "interview-on"})
         raise InvalidAction("unknown settings button")
 
     async def _snooze(self, learner_id: int, action: Action) -> list[Reply]:
@@ -801,7 +885,8 @@ class QuizEngine:
         )
         first = ()
         if question.kind is ReplyKind.QUESTION and question.card_id:
-            first = ((Button("Answer now", Action(Verb.ANSWER, arg=question.card_id).encode()),),)
+            ref = wording_ref(question.card_id, question.wording)
+            first = ((Button("Answer now", Action(Verb.ANSWER, arg=ref).encode()),),)
         pushed = replace(question, buttons=first + question.buttons + (extra,), ephemeral=False)
         return [*replies[:-1], pushed]
 
@@ -839,6 +924,7 @@ class QuizEngine:
                 for tag in self.deck.get(card_id).tags:
                     by_tag[tag].append(quality / 5)
         mastery = {tag: sum(v) / len(v) for tag, v in sorted(by_tag.items())}
+        answered, rescued = self.followups.counts(learner_id)
         return Stats(
             streak_days=streak,
             reviews_done=len(reviews),
@@ -846,6 +932,10 @@ class QuizEngine:
             cards_total=len(self.deck),
             due_forecast=forecast,
             mastery=mastery,
+            followups_answered=answered,
+            followups_rescued=rescued,
+            variant_reviews=sum(1 for r in reviews if r.variant_id),
+            variant_recalled=sum(1 for r in reviews if r.variant_id and (r.quality or 0) >= 3),
         )
 
     async def stats(self, learner_id: int, *, with_plot: bool = True) -> list[Reply]:
@@ -860,6 +950,13 @@ class QuizEngine:
             "- Due this week: "
             + ", ".join(f"{day.strftime('%a')} {count}" for day, count in data.due_forecast),
         ]
+        if data.variant_reviews:
+            lines.append(
+                f"- In another setting: {data.variant_recalled} of {data.variant_reviews} reviews recalled (3+)"
+            )
+        rescues = rescue_line(data.followups_answered, data.followups_rescued)
+        if rescues:
+            lines.append(rescues)
         if data.mastery:
             lines += ["", "**Mastery per mechanism**"]
             for tag, value in sorted(data.mastery.items(), key=lambda kv: kv[1]):
@@ -937,6 +1034,19 @@ class QuizEngine:
                     await deliver(*item)
                 except Exception:
                     log.exception("delivering a recovered grade to learner %s failed", review.learner_id)
+        for follow_learner, row_id in self.followups.left_judging():  # follow-up answers, likewise
+            if learner_id is not None and follow_learner != learner_id:
+                continue
+            async with self._locks[follow_learner]:
+                replies = await self.followups.judge_stored(row_id)
+            if replies:
+                item = (follow_learner, [Reply("Your follow-up answer was read after a restart:"), *replies])
+                owed.append(item)
+                if deliver is not None:
+                    try:
+                        await deliver(*item)
+                    except Exception:
+                        log.exception("delivering a recovered follow-up to learner %s failed", follow_learner)
         return owed
 
     # ----- helpers ----------------------------------------------------------------------

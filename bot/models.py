@@ -73,6 +73,8 @@ class Learner(SQLModel, table=True):
     last_pushed_at: datetime | None = _utc_datetime(default=None, nullable=True)
     current_card_id: str | None = Field(default=None, max_length=16)
     current_asked_at: datetime | None = _utc_datetime(default=None, nullable=True)
+    # Interview mode: a missed core point brings the interviewer's follow-up straight away.
+    interview: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
     created_at: datetime = _utc_datetime()
 
 
@@ -112,6 +114,7 @@ class Review(SQLModel, table=True):
     card_id: str = Field(max_length=16)
     card_version: str = Field(default="", max_length=32)
     answer: str = Field(sa_type=sa.Text)
+    variant_id: str | None = Field(default=None, max_length=64)  # the wording asked; None: the original
     status: str = Field(default=ReviewStatus.PENDING, max_length=16, index=True)
     same_day_repeat: bool = False  # step-7 repeat: changes neither EF nor the interval
     grader: str | None = Field(default=None, max_length=64)
@@ -154,3 +157,45 @@ class PushPace(SQLModel, table=True):
 
     platform: str = Field(primary_key=True, max_length=16)
     next_slot: float = Field(default=0.0, sa_type=sa.Double)  # Unix time of the next free slot
+
+
+class Asked(SQLModel, table=True):
+    """One wording of a card shown to a learner: the original (``variant_id`` None) or a
+    variant. Open (``review_id`` None) until answered, so showing the open trap again shows
+    the same wording, and the answer records which wording it answered."""
+
+    __table_args__ = (sa.Index("ix_asked_learner_card", "learner_id", "card_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    learner_id: int = Field(foreign_key="learner.id", ondelete="CASCADE")
+    card_id: str = Field(max_length=16)
+    variant_id: str | None = Field(default=None, max_length=64)
+    asked_at: datetime = _utc_datetime()
+    review_id: int | None = Field(default=None, foreign_key="review.id", ondelete="CASCADE")
+
+
+class FollowUpStatus(StrEnum):
+    OPEN = "open"  # asked; the learner's next free text answers it
+    JUDGING = "judging"  # the answer is stored, the judge is reading it
+    SELF_CHECK = "self"  # no judge could read it: the learner says whether they got there
+    ANSWERED = "answered"
+    SKIPPED = "skipped"  # /skip or "Skip the follow-up"
+    CLOSED = "closed"  # a new trap was opened, or the grade was undone, before an answer
+
+
+class FollowUp(SQLModel, table=True):
+    """The interviewer's follow-up after an answer that missed a core point: one per review.
+    It never changes the review's grade; ``rescued`` says whether the learner got there."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    review_id: int = Field(foreign_key="review.id", unique=True, ondelete="CASCADE")
+    learner_id: int = Field(foreign_key="learner.id", index=True, ondelete="CASCADE")
+    card_id: str = Field(max_length=16)
+    point_id: str = Field(max_length=64)
+    status: str = Field(default=FollowUpStatus.OPEN, max_length=16)
+    asked_at: datetime = _utc_datetime()
+    answer: str | None = Field(default=None, sa_type=sa.Text)
+    verdict: str | None = Field(default=None, max_length=16)  # the point's verdict, or the learner's word
+    judge: str | None = Field(default=None, max_length=64)
+    rescued: bool | None = None
+    answered_at: datetime | None = _utc_datetime(default=None, nullable=True)

@@ -83,3 +83,15 @@ def parse_new_per_day(value: str | int) -> int:
     if not 1 <= number <= 10:
         raise PreferenceError("New traps a day runs from 1 to 10.")
     return number
+
+
+def parse_on_off(value: str | bool) -> bool:
+    """``on``/``off`` (also yes/no, true/false, 1/0) as a bool."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().casefold()
+    if word in ("on", "yes", "true", "1", "y"):
+        return True
+    if word in ("off", "no", "false", "0", "n"):
+        return False
+    raise PreferenceError("Send on or off, for example `/settings interview on`.")

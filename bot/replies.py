@@ -14,6 +14,7 @@ class ReplyKind(StrEnum):
     QUESTION = "question"  # a trap to answer; the next free text is the answer
     CONFIRM = "confirm"  # a proposed grade waiting for the learner (self / assisted grading)
     VERDICT = "verdict"
+    FOLLOWUP = "followup"  # the interviewer's follow-up question; the next free text answers it
     EXPLANATION = "explanation"
     HINT = "hint"
     STATS = "stats"
@@ -37,6 +38,7 @@ class Reply:
     image_caption: str = ""
     plot_sim: str | None = None  # a simulation's plot to send after the text
     card_id: str | None = None
+    wording: int = 0  # which wording of card_id a question asks: 0 the original, n its n-th variant
     review_id: int | None = None
     ephemeral: bool = True  # for platforms that can show a message to one person only
 

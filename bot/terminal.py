@@ -59,6 +59,8 @@ class TerminalChat:
             if reply.kind is ReplyKind.QUESTION:
                 self.write("(Type your answer; end a line with \\ to continue it on the next.)")
                 self._warm_judge(reply.card_id)
+            elif reply.kind is ReplyKind.FOLLOWUP:
+                self.write("(Your next line answers the follow-up; /skip skips it.)")
             if reply.plot_sim:
                 plot = await self.engine.plot(reply.plot_sim, wait_seconds=5.0, card_id=reply.card_id)
                 if plot is not None:
@@ -130,7 +132,10 @@ class TerminalChat:
         # Only this terminal learner's answers: another platform's are its own process's to deliver.
         for _, replies in await self.engine.recover_pending(learner_id=self.learner.id):
             await self.show(replies)
-        if self._has_history():
+        follow_up = self.engine.followups.asked_again(self.learner.id)  # type: ignore[arg-type]
+        if follow_up is not None:  # left open when the chat last stopped: it still answers
+            await self.show([Reply("Your follow-up is still open:"), follow_up])
+        elif self._has_history():
             await self.show(await self.engine.next_trap(self.learner.id))  # type: ignore[arg-type]
         else:
             await self.show(await self.engine.start(self.learner.id))  # type: ignore[arg-type]

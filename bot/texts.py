@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from grader.base import Judgement, PointVerdict
 
 if TYPE_CHECKING:
-    from cards.schema import Card, KeyPoint, Misconception
+    from cards.schema import Card, KeyPoint, Misconception, Variant
 
 #: The longest label shown beside a mark.
 LABEL_CHARS = 60
@@ -43,19 +43,28 @@ HELP = (
     "- /hint: a nudge for the open trap\n"
     "- /skip: put the open trap back for later\n"
     "- /stats: streak, reviews, what is due, mastery per mechanism\n"
-    "- /settings: timezone, push time, new traps a day, pause\n"
+    "- /settings: timezone, push time, new traps a day, interview mode, pause\n"
     "- /undo: take back your last grade\n"
     "- /forget: delete everything stored about you\n"
     "- /help: this message\n\n"
-    "To answer, just send your answer as a message after a trap."
+    "To answer, just send your answer as a message after a trap. When an answer misses a "
+    "core point, \"Try the follow-up\" asks what an interviewer would ask next: your next "
+    "message answers it (it never changes your grade; /skip skips it). "
+    "`/settings interview on` asks it straight away."
 )
 
 
-def question_text(card: Card, *, repeat: bool, due_label: str) -> str:
-    header = f"**{card.title}**  ·  `{card.id}`"
-    source = card.source
-    where = " at ".join(part for part in (source.role, source.company) if part)
-    lines = [header, f"_{where}, {source.date}_" if where else f"_{source.date}_", "", card.question]
+def question_text(card: Card, *, repeat: bool, due_label: str, variant: Variant | None = None) -> str:
+    """The trap as asked. A variant (another setting, the same mechanism) goes without the
+    card's title and source: those belong to the original wording, and the title would name
+    the setting the learner is meant to transfer from."""
+    if variant is not None:
+        lines = [f"**The same mechanism, another setting**  ·  `{card.id}`", "", variant.question]
+    else:
+        header = f"**{card.title}**  ·  `{card.id}`"
+        source = card.source
+        where = " at ".join(part for part in (source.role, source.company) if part)
+        lines = [header, f"_{where}, {source.date}_" if where else f"_{source.date}_", "", card.question]
     if repeat:
         lines += ["", "_Again today: SM-2 repeats a trap until it scores 4 or more._"]
     lines += ["", f"_{(due_label + ' ') if due_label else ''}Answer in a message of your own words._"]
@@ -165,9 +174,14 @@ def verdict_text(
     grader: str,
     *,
     second: dict[str, Any] | None = None,
+    follow_up: bool = False,
 ) -> str:
     """Readable in five seconds: the grade, a mark per point, the one thing that matters most,
-    then the first paragraph of the explanation (the rest is a tap away)."""
+    then the first paragraph of the explanation (the rest is a tap away).
+
+    With ``follow_up`` (an interviewer's follow-up question is offered for the missed core
+    point) the missed point and the explanation are held back: the follow-up reply shows them
+    once the learner has tried."""
     lines = [f"**Grade {quality}/5**: {QUALITY_WORDS[quality]}  ·  {next_label}"]
     if judgement is not None and judgement.points:
         lines += ["", *marked_points(card, judgement)]
@@ -176,6 +190,8 @@ def verdict_text(
         if fell:
             trap = f"⚠️ **You fell for the trap:** {point_label(fell[0])}."
             lines += ["", f"{trap} {first_sentence(fell[0].why_wrong)}"]
+        elif follow_up:
+            lines += ["", "**You missed a core point.** Try the follow-up question before you read it."]
         elif gap is not None:
             lead = "**The core you missed:**" if gap.core else "**To make it complete:**"
             lines += ["", f"{lead} {first_sentence(gap.text)}"]
@@ -183,7 +199,9 @@ def verdict_text(
             lines += ["", "_Your answer contains instructions to the grader; they were ignored._"]
         if second:
             lines += ["", readings_note(judgement, quality, second).replace("confirm it, or say", 'tap "I disagree" to say')]
-    lines += ["", "**Why**", first_paragraph(card.explanation), "", f"_Graded by: {grader}_"]
+    if not follow_up:
+        lines += ["", "**Why**", first_paragraph(card.explanation)]
+    lines += ["", f"_Graded by: {grader}_"]
     return "\n".join(lines)
 
 

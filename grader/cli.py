@@ -22,8 +22,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     evaluate.add_argument(
         "file",
         nargs="?",
-        default=str(DEFAULT_SET),
-        help="labelled answers, JSONL (default: the bundled set)",
+        default=None,
+        help=f"labelled answers, JSONL (default: {DEFAULT_SET.name}, or followups.jsonl with --followups)",
+    )
+    evaluate.add_argument(
+        "--followups",
+        action="store_true",
+        help="the file holds answers to follow-up questions: judge each against its one key "
+        "point and print, per kind, the share credited (present or partial)",
     )
     evaluate.add_argument(
         "--grader",
@@ -149,8 +155,11 @@ def grade_command(args: argparse.Namespace) -> int:
 
 def eval_command(args: argparse.Namespace) -> int:
     from cards.deck import default_deck
-    from grader.calibration.eval import format_metrics, load_set, metrics, split
+    from grader.calibration.eval import DEFAULT_SET, format_metrics, load_set, metrics, split
 
+    if args.followups:
+        return followups_command(args)
+    args.file = args.file or str(DEFAULT_SET)
     deck = default_deck()
     try:
         examples = split(load_set(args.file), args.split)
@@ -184,6 +193,61 @@ def eval_command(args: argparse.Namespace) -> int:
         print(format_metrics(f"{args.grader} judge ({args.split})", figures))
         if missing:
             print(f"  skipped answers to cards not in the deck: {', '.join(missing)}")
+    return 0
+
+
+def followups_command(args: argparse.Namespace) -> int:
+    """``trapbot grader eval FILE --followups``: the judge on answers to follow-up questions."""
+    from cards.deck import default_deck
+    from grader.calibration.followups import (
+        FOLLOWUP_SET,
+        followup_metrics,
+        format_followup_metrics,
+        judge_followups,
+        load_followups,
+        problems,
+    )
+
+    if args.grader == "baseline":
+        print("--followups judges with offline or llm; the baseline grades whole answers", file=sys.stderr)
+        return 2
+    if args.split != "all":
+        print("--followups has no tuning split: no judge is tuned on follow-up answers", file=sys.stderr)
+        return 2
+    deck = default_deck()
+    try:
+        answers = load_followups(args.file or FOLLOWUP_SET)
+    except (OSError, ValueError) as error:
+        print(error, file=sys.stderr)
+        return 2
+    skipped = problems(deck, answers)
+    bad = {line.split(":", 1)[0] for line in skipped}
+    answers = [a for a in answers if a.id not in bad]
+    try:
+        judge = _judge(args.grader, with_fallback=False)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+
+    async def run() -> Any:
+        try:
+            return await judge_followups(judge, deck, answers, concurrency=args.concurrency)
+        finally:
+            if hasattr(judge, "close"):
+                await judge.close()
+
+    verdicts, errors = asyncio.run(run())
+    figures = followup_metrics(deck, answers, verdicts)
+    figures.update(grader=args.grader, errors=errors, seconds=round(time.perf_counter() - started, 1))
+    if skipped:
+        figures["skipped"] = skipped
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print(format_followup_metrics(f"{args.grader} judge on follow-up answers", figures))
+        for line in skipped:
+            print(f"  skipped {line}")
     return 0
 
 

@@ -62,12 +62,16 @@ def build_tree(client: discord.Client, handlers: DiscordHandlers) -> app_command
     async def stats(interaction: discord.Interaction) -> None:
         await handlers.stats(interaction)
 
-    @tree.command(name="settings", description="Timezone, push time, DM reminders, new traps a day")
+    @tree.command(
+        name="settings",
+        description="Timezone, push time, DM reminders, new traps a day, interview mode",
+    )
     @app_commands.describe(
         timezone="Your timezone: a city, a zone like Europe/Berlin, or UTC+2",
         time="When the daily reminder comes, like 09:00 or 7pm",
         reminders="Daily reminders by direct message",
         new_per_day="How many new traps a day (1-10)",
+        interview="Interview mode: a missed core point brings the follow-up question at once",
     )
     async def settings(
         interaction: discord.Interaction,
@@ -75,9 +79,15 @@ def build_tree(client: discord.Client, handlers: DiscordHandlers) -> app_command
         time: app_commands.Range[str, 1, 16] | None = None,
         reminders: bool | None = None,
         new_per_day: app_commands.Range[int, 1, 10] | None = None,
+        interview: bool | None = None,
     ) -> None:
         await handlers.settings(
-            interaction, timezone=timezone, time=time, reminders=reminders, new_per_day=new_per_day
+            interaction,
+            timezone=timezone,
+            time=time,
+            reminders=reminders,
+            new_per_day=new_per_day,
+            interview=interview,
         )
 
     @tree.command(name="undo", description="Take back your last grade")

@@ -5,7 +5,8 @@ Two shapes, each at most 100 characters (Discord's limit):
 - a button: ``trapbot:<owner>:<engine button data>``; the owner is the Discord user id the
   button belongs to, or ``*`` when anyone may press it (a server's trap of the day). The
   engine data (``bot.actions``, at most 64 bytes) says what the button does.
-- the answer form (a modal): ``trapbot-answer:<owner>:<card id>``.
+- the answer form (a modal): ``trapbot-answer:<owner>:<card id>``;
+- the follow-up form (a modal): ``trapbot-followup:<owner>:<review id>``.
 
 Everything is validated on the way in; a custom id that is not ours, malformed or from an
 older version raises ``BadCustomId``. Whether a review belongs to the presser is checked by
@@ -21,6 +22,7 @@ from bot.actions import Action, InvalidAction
 
 BUTTON_PREFIX = "trapbot"
 FORM_PREFIX = "trapbot-answer"
+FOLLOWUP_FORM_PREFIX = "trapbot-followup"
 ANYONE = "*"
 MAX_LENGTH = 100
 #: The custom id of the text input inside the answer form.
@@ -63,6 +65,17 @@ class AnswerFormId:
         return _checked(f"{FORM_PREFIX}:{self.owner}:{self.card_id}")
 
 
+@dataclass(frozen=True)
+class FollowUpFormId:
+    """The form a user opened to answer the follow-up on one of their reviews."""
+
+    owner: int
+    review_id: int
+
+    def encode(self) -> str:
+        return _checked(f"{FOLLOWUP_FORM_PREFIX}:{self.owner}:{self.review_id}")
+
+
 def _checked(custom_id: str) -> str:
     if len(custom_id) > MAX_LENGTH:
         raise ValueError(f"custom id longer than {MAX_LENGTH} characters: {custom_id!r}")
@@ -71,10 +84,14 @@ def _checked(custom_id: str) -> str:
 
 def is_ours(custom_id: object) -> bool:
     """Whether the custom id claims to be trapbot's (it may still be malformed)."""
-    return isinstance(custom_id, str) and custom_id.split(":", 1)[0] in (BUTTON_PREFIX, FORM_PREFIX)
+    return isinstance(custom_id, str) and custom_id.split(":", 1)[0] in (
+        BUTTON_PREFIX,
+        FORM_PREFIX,
+        FOLLOWUP_FORM_PREFIX,
+    )
 
 
-def parse(custom_id: object) -> ButtonId | AnswerFormId:
+def parse(custom_id: object) -> ButtonId | AnswerFormId | FollowUpFormId:
     """The button or form a custom id names, or ``BadCustomId``."""
     if not isinstance(custom_id, str) or len(custom_id) > MAX_LENGTH:
         raise BadCustomId("not a custom id")
@@ -91,6 +108,10 @@ def parse(custom_id: object) -> ButtonId | AnswerFormId:
         if not _CARD_ID.fullmatch(payload):
             raise BadCustomId("the form names no trap")
         return AnswerFormId(_owner(owner_text), payload)
+    if prefix == FOLLOWUP_FORM_PREFIX:
+        if not payload.isdigit() or len(payload) > 12:
+            raise BadCustomId("the form names no answer")
+        return FollowUpFormId(_owner(owner_text), int(payload))
     raise BadCustomId("not one of trapbot's custom ids")
 
 
@@ -100,6 +121,6 @@ def _owner(text: str) -> int:
     return int(text)
 
 
-def may_use(target: ButtonId | AnswerFormId, user_id: int) -> bool:
+def may_use(target: ButtonId | AnswerFormId | FollowUpFormId, user_id: int) -> bool:
     """Whether this user may press the button or submit the form."""
     return target.owner is None or target.owner == user_id

@@ -22,7 +22,15 @@ from bot import texts as engine_texts
 from bot.actions import Action, Verb
 from bot.discord import texts
 from bot.discord.checks import Place, can_manage_server, missing_post_permissions, place_problem
-from bot.discord.custom_ids import AnswerFormId, BadCustomId, ButtonId, is_ours, may_use, parse
+from bot.discord.custom_ids import (
+    AnswerFormId,
+    BadCustomId,
+    ButtonId,
+    FollowUpFormId,
+    is_ours,
+    may_use,
+    parse,
+)
 from bot.discord.format import (
     Attachment,
     Outgoing,
@@ -33,18 +41,32 @@ from bot.discord.format import (
 )
 from bot.discord.guilds import GuildStore, local_today, trap_of_the_day
 from bot.discord.models import DiscordGuild
-from bot.discord.views import answer_button, answer_form, build_view, submitted_answer
+from bot.discord.views import (
+    answer_button,
+    answer_form,
+    build_view,
+    follow_up_button,
+    follow_up_form,
+    submitted_answer,
+)
 from bot.engine import QuizEngine
 from bot.models import Learner
 from bot.prefs import PreferenceError, parse_push_time, parse_timezone
 from bot.replies import Reply, ReplyKind
+from cards.wording import parse_wording_ref, question_for
 
 log = logging.getLogger(__name__)
 
 PLATFORM = "discord"
 _CARD_REF = re.compile(r"\b((?:rl|msft)-\d{2})\b")
-_SETTINGS_EXAMPLE = re.compile(r"`/settings (timezone|time|new) ([^`]+)`")
-_DISCORD_OPTION = {"timezone": "timezone", "time": "time", "new": "new_per_day"}
+_SETTINGS_EXAMPLE = re.compile(r"`/settings (timezone|time|new|interview) ([^`]+)`")
+_DISCORD_OPTION = {
+    "timezone": "timezone",
+    "time": "time",
+    "new": "new_per_day",
+    "interview": "interview",
+}
+_DISCORD_VALUE = {"on": "True", "off": "False"}  # Discord's boolean options
 LEADERBOARD_SIZE = 10
 
 
@@ -281,10 +303,11 @@ class DiscordHandlers:
         time: str | None = None,
         reminders: bool | None = None,
         new_per_day: int | None = None,
+        interview: bool | None = None,
     ) -> None:
         async def call(learner_id: int) -> list[Reply]:
             return await self._settings(
-                interaction, learner_id, timezone, time, reminders, new_per_day
+                interaction, learner_id, timezone, time, reminders, new_per_day, interview
             )
 
         await self.guarded(interaction, self.run_engine(interaction, call))
@@ -297,10 +320,17 @@ class DiscordHandlers:
         push_time: str | None,
         reminders: bool | None,
         new_per_day: int | None,
+        interview: bool | None = None,
     ) -> list[Reply]:
         problems: list[Reply] = []
         changed = False
-        for field, value in (("timezone", timezone), ("time", push_time), ("new", new_per_day)):
+        interview_value = None if interview is None else ("on" if interview else "off")
+        for field, value in (
+            ("timezone", timezone),
+            ("time", push_time),
+            ("new", new_per_day),
+            ("interview", interview_value),
+        ):
             if value is None:
                 continue
             errors = [
@@ -332,7 +362,10 @@ class DiscordHandlers:
             else "DM reminders: **off**. Turn them on with `/settings reminders: True`."
         )
         text = _SETTINGS_EXAMPLE.sub(
-            lambda m: f"`/settings {_DISCORD_OPTION[m.group(1)]}: {m.group(2)}`", summary.text
+            lambda m: (
+                f"`/settings {_DISCORD_OPTION[m.group(1)]}: {_DISCORD_VALUE.get(m.group(2), m.group(2))}`"
+            ),
+            summary.text,
         )
         text = ("Saved.\n\n" if changed else "") + text + "\n\n" + dm_line
         return problems + [dataclasses.replace(summary, text=text)]
@@ -377,6 +410,12 @@ class DiscordHandlers:
         action = target.action
         if action.verb is Verb.ANSWER:
             await self.open_form(interaction, action.arg or "")
+        elif (
+            action.verb is Verb.FOLLOWUP and action.arg == "answer" and action.review_id is not None
+        ):
+            await interaction.response.send_modal(
+                follow_up_form(action.review_id, interaction.user.id)
+            )
         elif action.verb is Verb.TICK:
             await self._press_in_place(interaction, action)
         else:
@@ -387,8 +426,10 @@ class DiscordHandlers:
             self.store.forget_learner(learner_id)
         return await self.engine.act(learner_id, action.encode())
 
-    async def open_form(self, interaction: Any, card_id: str) -> None:
-        """Show the answer form at once (no database work before it: Discord waits 3 s)."""
+    async def open_form(self, interaction: Any, ref: str) -> None:
+        """Show the answer form at once (no database work before it: Discord waits 3 s), with
+        the wording the button names (``rl-08`` the original, ``rl-08.2`` its second variant)."""
+        card_id, wording = parse_wording_ref(ref)
         if card_id not in self.engine.deck:
             await self.notice(interaction, texts.NO_SUCH_TRAP)
             return
@@ -396,8 +437,8 @@ class DiscordHandlers:
         form = answer_form(
             card_id,
             interaction.user.id,
-            title=card.title,
-            question=to_discord_markdown(card.question),
+            title=card.title if not wording else "The same mechanism, another setting",
+            question=to_discord_markdown(question_for(card, wording)),
         )
         await interaction.response.send_modal(form)
 
@@ -437,6 +478,9 @@ class DiscordHandlers:
             target = parse(custom_id)
         except BadCustomId:
             target = None
+        if isinstance(target, FollowUpFormId):
+            await self._follow_up_form(interaction, target, text, kept)
+            return
         if not isinstance(target, AnswerFormId):
             await self.notice(
                 interaction, f"{texts.STALE} {texts.ANSWER_KEPT if kept else ''}", attachments=kept
@@ -478,6 +522,40 @@ class DiscordHandlers:
             for message in messages:
                 await sink.send(message)
 
+    async def _follow_up_form(
+        self, interaction: Any, target: FollowUpFormId, text: str, kept: list[Attachment]
+    ) -> None:
+        """The follow-up's answer: read against its one point; the grade stays as it was."""
+        if not may_use(target, interaction.user.id):
+            await self.notice(interaction, texts.FORM_NOT_YOURS)
+            return
+        ephemeral = self.ephemeral(interaction)
+        await interaction.response.defer(ephemeral=ephemeral, thinking=True)
+        sink = InteractionSink(interaction, ephemeral=ephemeral)
+        owner = interaction.user.id
+        try:
+            learner = await self.learner_for(interaction)
+            replies = await self.engine.submit_answer(
+                learner.id,  # type: ignore[arg-type]
+                text,
+                follow_up_of=target.review_id,
+            )
+        except Exception:
+            log.exception("reading a follow-up answer from Discord failed")
+            await self.notice(interaction, f"{texts.FAILED} {texts.ANSWER_KEPT}", attachments=kept)
+            return
+        if any(reply.kind is ReplyKind.ERROR for reply in replies):
+            # Not stored (empty, too long, or the follow-up is closed): hand the text back.
+            for reply in replies:
+                messages = render_reply(reply, owner=owner)
+                messages[-1].attachments.extend(kept)
+                if "closed" not in reply.text and not messages[-1].buttons:
+                    messages[-1].buttons = [[follow_up_button(target.review_id, owner)]]
+                for message in messages:
+                    await sink.send(message)
+            return
+        await self.deliver(replies, sink, owner=owner)
+
     # ----- direct messages -------------------------------------------------------------
 
     async def on_direct_message(self, message: Any) -> None:
@@ -498,9 +576,13 @@ class DiscordHandlers:
                 PLATFORM, author.id, display_name=display_name(author), chat_id=author.id
             )
             learner = await self.settle_reach(learner, dm_works=True)
+            card_id = self._replied_card(message)
             replies = await self.engine.submit_answer(
-                learner.id, text, card_id=self._replied_card(message)
-            )  # type: ignore[arg-type]
+                learner.id,  # type: ignore[arg-type]
+                text,
+                card_id=card_id,
+                to_follow_up=card_id is not None and self._replied_follow_up(message),
+            )
             await self.deliver(replies, sink, owner=author.id)
         except Exception:
             log.exception("answering a direct message failed")
@@ -508,6 +590,16 @@ class DiscordHandlers:
                 await sink.send(render_notice(texts.FAILED))
             except discord.HTTPException:
                 pass
+
+    @staticmethod
+    def _replied_follow_up(message: Any) -> bool:
+        """Whether the bot message a DM replies to is a follow-up question (its embed's title
+        starts with "Follow-up")."""
+        quoted = getattr(getattr(message, "reference", None), "resolved", None)
+        embeds = getattr(quoted, "embeds", None)
+        return isinstance(embeds, list) and any(
+            (embed.title or "").startswith("Follow-up") for embed in embeds
+        )
 
     def _replied_card(self, message: Any) -> str | None:
         """The trap a DM replies to, read from the embed of the bot's message it quotes."""

@@ -15,8 +15,9 @@ from typing import Any
 import discord
 
 from bot.actions import Action, InvalidAction, Verb
-from bot.discord.custom_ids import ANSWER_INPUT, AnswerFormId, ButtonId
-from bot.replies import Reply
+from bot.discord.custom_ids import ANSWER_INPUT, AnswerFormId, ButtonId, FollowUpFormId
+from bot.replies import Reply, ReplyKind
+from cards.wording import wording_ref
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,9 @@ class ButtonSpec:
 
 
 def _style(action: Action) -> discord.ButtonStyle:
-    if action.verb in (Verb.ANSWER, Verb.NEXT):
+    if action.verb in (Verb.ANSWER, Verb.NEXT) or (
+        action.verb is Verb.FOLLOWUP and action.arg in (None, "answer")
+    ):
         return discord.ButtonStyle.primary
     if action.verb in (Verb.CONFIRM,):
         return discord.ButtonStyle.success
@@ -52,8 +55,14 @@ def spec_for(action: Action, label: str, owner: int | None) -> ButtonSpec:
     return ButtonSpec(label, ButtonId(action, owner).encode(), _style(action), action)
 
 
-def answer_button(card_id: str, owner: int | None) -> ButtonSpec:
-    return spec_for(Action(Verb.ANSWER, arg=card_id), "Answer", owner)
+def answer_button(card_id: str, owner: int | None, wording: int = 0) -> ButtonSpec:
+    """Opens the answer form; ``wording`` says which wording of the card the form shows."""
+    return spec_for(Action(Verb.ANSWER, arg=wording_ref(card_id, wording)), "Answer", owner)
+
+
+def follow_up_button(review_id: int, owner: int | None) -> ButtonSpec:
+    """Opens the follow-up form."""
+    return spec_for(Action(Verb.FOLLOWUP, review_id, "answer"), "Answer", owner)
 
 
 def _balanced(row: list[ButtonSpec]) -> list[list[ButtonSpec]]:
@@ -76,8 +85,12 @@ def button_rows(reply: Reply, owner: int | None) -> list[list[ButtonSpec]]:
         if specs:
             rows.extend(_balanced(specs))
     has_answer = any(spec.action.verb is Verb.ANSWER for row in rows for spec in row)
+    answer: ButtonSpec | None = None
     if reply.expects_answer and reply.card_id and not has_answer:
-        answer = answer_button(reply.card_id, owner)
+        answer = answer_button(reply.card_id, owner, reply.wording)
+    elif reply.kind is ReplyKind.FOLLOWUP and reply.review_id is not None:
+        answer = follow_up_button(reply.review_id, owner)
+    if answer is not None:
         if rows and len(rows[0]) < BUTTONS_PER_ROW:
             rows[0].insert(0, answer)
         else:
@@ -127,6 +140,30 @@ def answer_form(card_id: str, owner: int, *, title: str, question: str) -> disco
         )
     )
     form.stop()  # handled by the router like every button, so not kept by discord.py either
+    return form
+
+
+def follow_up_form(review_id: int, owner: int) -> discord.ui.Modal:
+    """The follow-up's answer form. It shows no question: the follow-up is the message the
+    button is on (the form opens at once, with no database read before it)."""
+    form = discord.ui.Modal(
+        title="The follow-up",
+        custom_id=FollowUpFormId(owner, review_id).encode(),
+        timeout=None,
+    )
+    form.add_item(
+        discord.ui.Label(
+            text="Your answer to the follow-up",
+            description="A sentence or two. It does not change your grade.",
+            component=discord.ui.TextInput(
+                custom_id=ANSWER_INPUT,
+                style=discord.TextStyle.paragraph,
+                max_length=ANSWER_MAX,
+                required=True,
+            ),
+        )
+    )
+    form.stop()
     return form
 
 

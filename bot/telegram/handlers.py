@@ -2,7 +2,8 @@
 
 What counts as an answer:
 - in a private chat, any text that is not a command (a reply to a trap's message answers that
-  trap: its card id, e.g. ``rl-08``, is in the question's first line);
+  trap: its card id, e.g. ``rl-08``, is in the question's first line; a reply to a follow-up's
+  message, or a plain message while a follow-up is open, answers the follow-up);
 - in a group, only a reply to one of the bot's trap messages, or a message that mentions the
   bot; it is graded for whoever sent it, each member with their own schedule.
 
@@ -96,6 +97,8 @@ SPENT_BY_PRESS = frozenset(
     }
 )
 
+#: How a follow-up's message starts (``bot.followups``), as Telegram shows it.
+FOLLOW_UP_HEADER = "Follow-up"
 _CARD_ID = re.compile(r"(?<![\w-])([a-z][a-z0-9]*-\d+)(?![\w-])")
 
 
@@ -151,6 +154,7 @@ class _Parts:
     incoming: Incoming
     card_id: str | None
     texts: list[str]
+    follow_up: bool = False
     timer: asyncio.Task[Any] | None = field(default=None, repr=False)
 
 
@@ -348,6 +352,7 @@ class TelegramHandlers:
         private = chat.type == ChatType.PRIVATE
         held = self.parts.get(user.id)
         card_id = self._replied_card(message, context.bot)
+        follow_up = card_id is not None and self._replied_follow_up(message)
         if (
             not private
             and card_id is None
@@ -373,17 +378,21 @@ class TelegramHandlers:
         if setup and await self._setup_input(incoming, text):
             return
         if self._looks_split(text):
-            held = _Parts(incoming, card_id, [text])
+            held = _Parts(incoming, card_id, [text], follow_up=follow_up)
             self.parts[incoming.user_id] = held
             self._arm(incoming.user_id, held)
             return
-        await self._answer(incoming, text, card_id)
+        await self._answer(incoming, text, card_id, follow_up=follow_up)
 
-    async def _answer(self, incoming: Incoming, text: str, card_id: str | None) -> None:
+    async def _answer(
+        self, incoming: Incoming, text: str, card_id: str | None, *, follow_up: bool = False
+    ) -> None:
         self.setup_pending.discard(incoming.user_id)
         await self._run(
             incoming,
-            lambda: self.engine.submit_answer(incoming.learner_id, text, card_id=card_id),
+            lambda: self.engine.submit_answer(
+                incoming.learner_id, text, card_id=card_id, to_follow_up=follow_up
+            ),
             typing=True,
         )
 
@@ -432,7 +441,9 @@ class TelegramHandlers:
             return
         if held.timer is not None and held.timer is not asyncio.current_task():
             held.timer.cancel()
-        await self._answer(held.incoming, "\n".join(held.texts), held.card_id)
+        await self._answer(
+            held.incoming, "\n".join(held.texts), held.card_id, follow_up=held.follow_up
+        )
 
     async def flush_all(self) -> None:
         """Grade every held long text (at shutdown: nothing a learner sent is dropped)."""
@@ -445,6 +456,12 @@ class TelegramHandlers:
         if replied is None or replied.from_user is None or replied.from_user.id != bot.id:
             return None
         return find_card_id(replied.text or replied.caption or "", self.engine.deck)
+
+    @staticmethod
+    def _replied_follow_up(message: Message) -> bool:
+        """Whether the bot message replied to is a follow-up question (its first word says so)."""
+        replied = message.reply_to_message
+        return replied is not None and (replied.text or "").startswith(FOLLOW_UP_HEADER)
 
     @staticmethod
     def _without_mention(message: Message, bot: Bot) -> str | None:

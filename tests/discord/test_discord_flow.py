@@ -100,7 +100,10 @@ async def test_trap_answer_verdict_disagree_undo_in_a_server(make_rig, sim_id) -
     plot_name = f"plot-{sim_id}.png"
     assert verdict.files == {plot_name: rig.plots.png_path.read_bytes()}
     assert verdict.embeds[-1].image.url == f"attachment://{plot_name}"
-    assert [b["label"] for b in verdict.buttons] == ["Full explanation", "I disagree", "Next trap"]
+    # A core point whose only evidence is one word ("overoptimization") does not count, so the
+    # interviewer's follow-up is offered first (issue 15).
+    follow_up = ["Try the follow-up"] if review.quality < 3 else []
+    assert [b["label"] for b in verdict.buttons] == [*follow_up, "Full explanation", "I disagree", "Next trap"]
     assert all(sent.ephemeral for sent in submitted.sent)
 
     explain = await rig.press(verdict, "Full explanation", ada)

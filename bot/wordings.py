@@ -1,0 +1,80 @@
+"""Which wording each learner is asked, stored: the choice is ``cards.wording.choose_variant``;
+this records every showing (``Asked``) so the open trap keeps its wording, the answer knows
+what it answered, and the next review knows what this learner has seen least."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlmodel import Session, col, select
+
+from bot.models import Asked, Review, ReviewStatus
+from cards.schema import Card, Variant
+from cards.wording import choose_variant, variant_of
+
+
+def ask(
+    session: Session, learner_id: int, card: Card, *, rng: random.Random, now: datetime
+) -> Variant | None:
+    """The wording to show now (None: the original), recorded in ``session`` (the caller commits).
+
+    The open showing of this card, if any, keeps its wording (asking again, a push, "Answer
+    now"); otherwise the original at the first meeting, else the variant seen least."""
+    open_ask = _open(session, learner_id, card.id)
+    if open_ask is not None:
+        return variant_of(card, open_ask.variant_id)
+    answered_before = session.exec(
+        select(Review.id).where(
+            Review.learner_id == learner_id,
+            Review.card_id == card.id,
+            Review.status != ReviewStatus.UNDONE,
+        )
+    ).first()
+    seen = Counter(
+        session.exec(
+            select(Asked.variant_id).where(Asked.learner_id == learner_id, Asked.card_id == card.id)
+        ).all()
+    )
+    variant = choose_variant(card, seen, first_meeting=answered_before is None, rng=rng)
+    session.add(
+        Asked(
+            learner_id=learner_id,
+            card_id=card.id,
+            variant_id=variant.id if variant else None,
+            asked_at=now,
+        )
+    )
+    return variant
+
+
+def answered(session: Session, learner_id: int, card_id: str, review_id: int) -> str | None:
+    """Close the open showing with the review that answers it; the wording it asked (None: the
+    original, also when the learner answered a card never shown to them, like a server's post)."""
+    open_ask = _open(session, learner_id, card_id)
+    if open_ask is None:
+        return None
+    open_ask.review_id = review_id
+    session.add(open_ask)
+    return open_ask.variant_id
+
+
+def reopen(session: Session, review_id: int) -> None:
+    """The review was undone: its showing is open again, so the new answer answers the same wording."""
+    session.exec(sa.update(Asked).where(col(Asked.review_id) == review_id).values(review_id=None))  # type: ignore[call-overload]
+
+
+def forget(session: Session, learner_id: int) -> None:
+    session.exec(sa.delete(Asked).where(col(Asked.learner_id) == learner_id))  # type: ignore[call-overload]
+
+
+def _open(session: Session, learner_id: int, card_id: str) -> Asked | None:
+    return session.exec(
+        select(Asked)
+        .where(
+            Asked.learner_id == learner_id, Asked.card_id == card_id, col(Asked.review_id).is_(None)
+        )
+        .order_by(col(Asked.id).desc())
+    ).first()

@@ -1,0 +1,139 @@
+"""Follow-up answers (issue 15): the labelled set in grader/calibration/followups.jsonl, the
+offline judge reading each answer against its one point, and ``trapbot grader eval
+--followups``. The set measures the judge; nothing is tuned on it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from bot.cli import build_parser
+from cards.deck import default_deck
+from grader.calibration.followups import (
+    CREDITED,
+    FOLLOWUP_SET,
+    RIGHT_KINDS,
+    followup_metrics,
+    format_followup_metrics,
+    judge_followups,
+    load_followups,
+    problems,
+)
+
+KINDS = {"right-plain", "right-terse", "wrong", "wrong-trap"}
+
+
+def run_cli(argv, capsys):
+    args = build_parser().parse_args(argv)
+    code = args.func(args)
+    return code, capsys.readouterr()
+
+
+@pytest.fixture(scope="module")
+def deck():
+    return default_deck()
+
+
+@pytest.fixture(scope="module")
+def answers():
+    return load_followups(FOLLOWUP_SET)
+
+
+def test_the_set_covers_every_core_probe_of_the_deck_with_right_and_wrong_answers(
+    deck, answers
+) -> None:
+    assert problems(deck, answers) == []
+    kinds: dict[tuple[str, str], set[str]] = {}
+    for a in answers:
+        kinds.setdefault((a.card_id, a.point_id), set()).add(a.kind)
+        if a.kind in RIGHT_KINDS:
+            assert a.label in CREDITED, a.id
+    for card in deck:
+        for point in card.core_points:
+            assert kinds.get((card.id, point.id)) == KINDS, f"{card.id}/{point.id}"
+
+
+def test_a_malformed_line_is_named(tmp_path) -> None:
+    path = tmp_path / "f.jsonl"
+    good = {
+        "id": "a",
+        "card_id": "rl-08",
+        "point_id": "overoptimization",
+        "kind": "wrong",
+        "answer": "x y",
+        "label": "absent",
+    }
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "label": "maybe"}) + "\n")
+    with pytest.raises(ValueError, match=r"f\.jsonl:2"):
+        load_followups(path)
+
+
+def test_eval_followups_refuses_what_it_cannot_do(capsys) -> None:
+    code, out = run_cli(["grader", "eval", "--followups", "--grader", "baseline"], capsys)
+    assert code == 2 and "offline or llm" in out.err
+    code, out = run_cli(["grader", "eval", "--followups", "--split", "tune"], capsys)
+    assert code == 2 and "no tuning split" in out.err
+    code, out = run_cli(["grader", "eval", "/nonexistent.jsonl", "--followups"], capsys)
+    assert code == 2 and "nonexistent" in out.err
+
+
+def test_eval_followups_reports_per_kind(offline_judge, answers, tmp_path, capsys) -> None:
+    rows = [a for a in answers if a.card_id == "rl-08" and a.point_id == "overoptimization"]
+    assert {a.kind for a in rows} == KINDS
+    path = tmp_path / "rl08.jsonl"
+    path.write_text(
+        "\n".join(json.dumps({**a.__dict__, "label": a.label.value}) for a in rows) + "\n"
+    )
+    code, out = run_cli(["grader", "eval", str(path), "--followups", "--json"], capsys)
+    figures = json.loads(out.out)
+    assert code == 0 and figures["n"] == 4 and figures["cards"] == 1 and figures["errors"] == 0
+    assert set(figures["per_kind"]["core"]) == KINDS
+    text = format_followup_metrics("offline", figures)
+    assert "right-plain" in text and "credited" in text
+
+
+#: Cards the judge test reads (indexing a card costs about 1.5 s of CPU, the whole deck 40 s;
+#: ``trapbot grader eval --followups`` measures every card).
+SAMPLE = ("rl-01", "rl-08", "rl-13", "rl-19", "msft-01")
+
+
+def readings_on(judge, deck, answers, cards):
+    picked = [
+        a
+        for a in answers
+        if a.card_id in cards
+        and deck.get(a.card_id).key_point(a.point_id).core
+        and a.kind in ("right-plain", "right-terse", "wrong-trap")
+    ]
+    readings, errors = asyncio.run(judge_followups(judge, deck, picked))
+    assert errors == 0
+    return followup_metrics(deck, picked, readings)
+
+
+def test_the_offline_judge_credits_correct_one_sentence_follow_up_answers(
+    offline_judge, deck, answers
+) -> None:
+    """On a sample of cards: every plain one-sentence right answer to a core probe is credited
+    (the issue's goal), terse ones mostly; the trap, stated in one sentence, is credited much
+    less often. Floors at what was measured when the set arrived (right-plain 100%, right-terse
+    64%, wrong-trap 73% credited on these cards), so a change that loses ground fails here."""
+    figures = readings_on(offline_judge, deck, answers, SAMPLE)
+    kinds = figures["per_kind"]["core"]
+    assert figures["plain_core_answers_not_credited"] == []
+    assert kinds["right-plain"]["n"] == 11 and kinds["right-plain"]["credited"] == 1.0
+    assert kinds["right-terse"]["credited"] >= 0.6
+    assert kinds["right-plain"]["credited"] - kinds["wrong-trap"]["credited"] >= 0.25
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 15's goal is not met on every card: the offline judge misses the plain "
+    "one-sentence answer to a core probe on rl-11, rl-14, rl-15 and rl-21 (rl-14 tested here)",
+)
+def test_goal_a_plain_one_sentence_answer_is_credited_on_rl_14(
+    offline_judge, deck, answers
+) -> None:
+    figures = readings_on(offline_judge, deck, answers, ("rl-14",))
+    assert figures["plain_core_answers_not_credited"] == []
