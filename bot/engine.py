@@ -28,7 +28,15 @@ from bot.actions import Action, InvalidAction, Verb
 from bot.clock import Clock, local_date
 from bot.followups import FollowUps, point_to_probe, rescue_line
 from bot.locks import LearnerLocks
-from bot.models import CardState, Learner, PushLog, PushStatus, Review, ReviewStatus
+from bot.models import (
+    CardState,
+    Learner,
+    PushLog,
+    PushStatus,
+    Review,
+    ReviewStatus,
+    fit_grader_name,
+)
 from bot.ops import GRADING
 from bot.prefs import (
     PreferenceError,
@@ -501,7 +509,7 @@ class QuizEngine:
             review.state_before = _snapshot(state)
             self._schedule(state, quality, today, now, same_day_repeat=review.same_day_repeat)
             review.status = ReviewStatus.GRADED
-            review.grader = grader
+            review.grader = fit_grader_name(grader)
             review.quality = quality
             review.score = grade.score if grade else None
             if grade:
@@ -681,7 +689,9 @@ class QuizEngine:
             if db_review.judge_quality is None:
                 db_review.judge_quality = db_review.quality
             db_review.quality = quality
-            db_review.grader = f"{db_review.grader} (overridden by you)" if "overridden" not in (db_review.grader or "") else db_review.grader
+            db_review.grader = fit_grader_name(
+                f"{db_review.grader} (overridden by you)" if "overridden" not in (db_review.grader or "") else db_review.grader
+            )
             session.add_all([state, db_review])
             session.commit()
             label = "again later today" if state.repeat_today else texts.day_label(today, state.due_on)
@@ -1086,6 +1096,8 @@ class QuizEngine:
         with Session(self.db) as session:
             review = session.get(Review, review_id)
             assert review is not None
+            if "grader" in values:
+                values["grader"] = fit_grader_name(values["grader"])
             for name, value in values.items():
                 setattr(review, name, value)
             session.add(review)

@@ -98,6 +98,18 @@ class CardState(SQLModel, table=True):
     skipped_on: date | None = None  # /skip puts the card back until the next day
 
 
+#: The longest grader name a review keeps ("llm:<model> (...) (overridden by you)").
+GRADER_CHARS = 64
+
+
+def fit_grader_name(name: str | None) -> str | None:
+    """``name`` cut to fit the column, keeping its start (the judge) and its end (what the
+    learner did): PostgreSQL refuses a longer value, SQLite would silently keep it."""
+    if name is None or len(name) <= GRADER_CHARS:
+        return name
+    return name[: GRADER_CHARS - 25].rstrip() + "…" + name[-24:]
+
+
 class ReviewStatus(StrEnum):
     PENDING = "pending"  # stored, not graded yet (a crash here is recovered at start)
     AWAITING = "awaiting"  # a proposed grade waits for the learner to confirm
@@ -117,7 +129,7 @@ class Review(SQLModel, table=True):
     variant_id: str | None = Field(default=None, max_length=64)  # the wording asked; None: the original
     status: str = Field(default=ReviewStatus.PENDING, max_length=16, index=True)
     same_day_repeat: bool = False  # step-7 repeat: changes neither EF nor the interval
-    grader: str | None = Field(default=None, max_length=64)
+    grader: str | None = Field(default=None, max_length=GRADER_CHARS)
     score: float | None = None
     quality: int | None = None
     judge_quality: int | None = None  # what the judge gave before an "I disagree" override

@@ -415,3 +415,13 @@ def test_warmable_finds_the_judge_with_a_model() -> None:
     assert warmable(Llm(offline)) is offline
     assert warmable(Llm(None)) is None
     assert warmable(SelfGrader()) is None
+
+
+def test_a_long_grader_name_is_cut_to_fit_the_column():
+    from bot.models import GRADER_CHARS, fit_grader_name
+
+    name = "llm:qwen2.5:7b-instruct-q4_K_M (the offline reading disagrees) (overridden by you)"
+    fitted = fit_grader_name(name)
+    assert fitted is not None and len(fitted) <= GRADER_CHARS
+    assert fitted.startswith("llm:qwen2.5") and fitted.endswith("(overridden by you)")
+    assert fit_grader_name("offline") == "offline" and fit_grader_name(None) is None
