@@ -39,13 +39,10 @@ def test_claims_on_the_default_config(seed):
 
 
 @pytest.mark.slow
-def test_claims_on_seeds_0_to_9():
-    for seed in range(10):
-        result = sim.run(sim.Config(seed=seed))
-        try:
-            assert_claims(result.metrics, result.series)
-        except AssertionError as error:
-            raise AssertionError(f"seed {seed}: {error}") from error
+@pytest.mark.parametrize("seed", range(10))
+def test_claims_on_seeds_0_to_9(seed):
+    result = sim.run(sim.Config(seed=seed))
+    assert_claims(result.metrics, result.series)
 
 
 def test_fitted_error_rate_solves_the_regularised_likelihood():

@@ -40,13 +40,10 @@ def test_claims_on_the_default_config(seed):
 
 
 @pytest.mark.slow
-def test_claims_on_seeds_0_to_9():
-    for seed in range(10):
-        config = sim.Config(seed=seed)
-        try:
-            assert_claims(sim.run(config).metrics, config)
-        except AssertionError as error:
-            raise AssertionError(f"seed {seed}: {error}") from error
+@pytest.mark.parametrize("seed", range(10))
+def test_claims_on_seeds_0_to_9(seed):
+    config = sim.Config(seed=seed)
+    assert_claims(sim.run(config).metrics, config)
 
 
 def test_hitting_probability_matches_the_random_walk():

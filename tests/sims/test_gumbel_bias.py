@@ -35,12 +35,9 @@ def test_claims_on_the_default_config(seed):
 
 
 @pytest.mark.slow
-def test_claims_on_seeds_0_to_9():
-    for seed in range(10):
-        try:
-            assert_claims(sim.run(sim.Config(seed=seed)).metrics)
-        except AssertionError as error:
-            raise AssertionError(f"seed {seed}: {error}") from error
+@pytest.mark.parametrize("seed", range(10))
+def test_claims_on_seeds_0_to_9(seed):
+    assert_claims(sim.run(sim.Config(seed=seed)).metrics)
 
 
 def test_deterministic():

@@ -31,13 +31,10 @@ def test_claims_on_the_default_config(seed):
 
 
 @pytest.mark.slow
-def test_claims_on_seeds_0_to_9():
-    for seed in range(10):
-        metrics = sim.run(sim.Config(seed=seed)).metrics
-        try:
-            assert_claims(metrics)
-        except AssertionError as error:
-            raise AssertionError(f"seed {seed}: {error}") from error
+@pytest.mark.parametrize("seed", range(10))
+def test_claims_on_seeds_0_to_9(seed):
+    metrics = sim.run(sim.Config(seed=seed)).metrics
+    assert_claims(metrics)
 
 
 def test_deterministic():
