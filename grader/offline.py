@@ -816,20 +816,30 @@ def lexical_hits(
     """Accepted phrasings found in each unit: (units, points) and (units, misconceptions), +1
     stated, -1 stated under a negation, 0 absent. A unit that is a long list of terms (keyword
     stuffing) and units flagged as instructions find nothing."""
-    points = np.zeros((len(units), len(index.accepts)), dtype=np.int8)
-    asserts = np.zeros((len(units), len(index.asserts)), dtype=np.int8)
+    return (
+        phrase_hits(units, usable, index.accepts, params),
+        phrase_hits(units, usable, index.asserts, params),
+    )
+
+
+def phrase_hits(
+    units: Sequence[Unit],
+    usable: np.ndarray,
+    targets: Sequence[Sequence[Tokens]],
+    params: OfflineParams,
+) -> np.ndarray:
+    """(units, targets): +1 when a unit says one of the target's phrasings, -1 when it says one
+    only under a negation, 0 otherwise (see ``lexical_hits``)."""
+    found = np.zeros((len(units), len(targets)), dtype=np.int8)
     if not params.use_accepts:
-        return points, asserts
+        return found
     for row, unit in enumerate(units):
         if not usable[row] or (not unit.claim and list_items(unit.span.text) > params.list_items):
             continue
-        for k, phrases in enumerate(index.accepts):
+        for column, phrases in enumerate(targets):
             hits = [phrase_hit(unit.tokens, phrase) for phrase in phrases]
-            points[row, k] = 1 if 1 in hits else -1 if -1 in hits else 0
-        for m, phrases in enumerate(index.asserts):
-            hits = [phrase_hit(unit.tokens, phrase) for phrase in phrases]
-            asserts[row, m] = 1 if 1 in hits else -1 if -1 in hits else 0
-    return points, asserts
+            found[row, column] = 1 if 1 in hits else -1 if -1 in hits else 0
+    return found
 
 
 def analyse(card: Card, index: CardIndex, answer: str) -> Analysis:
@@ -1010,8 +1020,8 @@ def evidence(card: Card, index: CardIndex, analysis: Analysis, params: OfflinePa
     stated = np.asarray(
         [u.claim or list_items(u.span.text) <= params.list_items for u in units], dtype=bool
     )
-    point_hits, _ = lexical_hits(index, units, listed, params)
-    _, misc_hits = lexical_hits(index, units, stated, params)
+    point_hits = phrase_hits(units, listed, index.accepts, params)
+    misc_hits = phrase_hits(units, stated, index.asserts, params)
     point_cover = np.asarray(
         [[_stem_cover(u.tokens, phrases) if listed[i] else 0.0 for phrases in index.accepts] for i, u in enumerate(units)],
         dtype=float,
@@ -1039,11 +1049,17 @@ def _masked_max(values: np.ndarray, mask: np.ndarray, empty: float = -1.0) -> fl
 
 
 def features(
-    card: Card, index: CardIndex, analysis: Analysis, params: OfflineParams, rules: Judgement
+    card: Card,
+    index: CardIndex,
+    analysis: Analysis,
+    params: OfflineParams,
+    rules: Judgement,
+    ev: Evidence | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per key point and per misconception, the features named in POINT_FEATURES and
-    MISCONCEPTION_FEATURES (card-agnostic, so a model fitted on some cards reads others)."""
-    ev = evidence(card, index, analysis, params)
+    MISCONCEPTION_FEATURES (card-agnostic, so a model fitted on some cards reads others);
+    ``ev`` when the caller already has the evidence."""
+    ev = ev if ev is not None else evidence(card, index, analysis, params)
     n_units = len(analysis.units)
     n_points, n_misc = len(card.key_points), len(card.misconceptions)
     asserts_any = float(any(m.asserted for m in rules.misconceptions))
@@ -1296,8 +1312,8 @@ def decide_learnt(
     """The learnt reading: verdicts from ``model`` over ``features``, quotes from the units
     that carry the evidence; a point said only under a negation is contradicted."""
     rules = decide(card, index, analysis, params)
-    point_x, misc_x = features(card, index, analysis, params, rules)
     ev = evidence(card, index, analysis, params)
+    point_x, misc_x = features(card, index, analysis, params, rules, ev)
     units = analysis.units
     point_quotes = []
     for k in range(len(card.key_points)):
