@@ -119,51 +119,50 @@ def build_view(rows: list[list[ButtonSpec]]) -> discord.ui.View | None:
 
 def answer_form(card_id: str, owner: int, *, title: str, question: str) -> discord.ui.Modal:
     """The answer form: the question shown on top, a paragraph input below."""
-    form = discord.ui.Modal(
+    return _paragraph_form(
         title=_short(title or "Your answer", FORM_TITLE_MAX),
         custom_id=AnswerFormId(owner, card_id).encode(),
-        timeout=None,
+        shown=_short(question, TEXT_DISPLAY_MAX - 500) if question else "",
+        label="Your answer",
+        description="The mechanism, in your own words. Only you see the grade.",
+        placeholder="Why does it break, and what would you do instead?",
     )
-    if question:
-        form.add_item(discord.ui.TextDisplay(_short(question, TEXT_DISPLAY_MAX - 500)))
-    form.add_item(
-        discord.ui.Label(
-            text="Your answer",
-            description="The mechanism, in your own words. Only you see the grade.",
-            component=discord.ui.TextInput(
-                custom_id=ANSWER_INPUT,
-                style=discord.TextStyle.paragraph,
-                max_length=ANSWER_MAX,
-                required=True,
-                placeholder="Why does it break, and what would you do instead?",
-            ),
-        )
-    )
-    form.stop()  # handled by the router like every button, so not kept by discord.py either
-    return form
 
 
 def follow_up_form(review_id: int, owner: int) -> discord.ui.Modal:
     """The follow-up's answer form. It shows no question: the follow-up is the message the
     button is on (the form opens at once, with no database read before it)."""
-    form = discord.ui.Modal(
+    return _paragraph_form(
         title="The follow-up",
         custom_id=FollowUpFormId(owner, review_id).encode(),
-        timeout=None,
+        shown="",
+        label="Your answer to the follow-up",
+        description="A sentence or two. It does not change your grade.",
+        placeholder=None,
     )
+
+
+def _paragraph_form(
+    *, title: str, custom_id: str, shown: str, label: str, description: str, placeholder: str | None
+) -> discord.ui.Modal:
+    """A form of one required paragraph input, with ``shown`` text above it when given."""
+    form = discord.ui.Modal(title=title, custom_id=custom_id, timeout=None)
+    if shown:
+        form.add_item(discord.ui.TextDisplay(shown))
     form.add_item(
         discord.ui.Label(
-            text="Your answer to the follow-up",
-            description="A sentence or two. It does not change your grade.",
+            text=label,
+            description=description,
             component=discord.ui.TextInput(
                 custom_id=ANSWER_INPUT,
                 style=discord.TextStyle.paragraph,
                 max_length=ANSWER_MAX,
                 required=True,
+                placeholder=placeholder,
             ),
         )
     )
-    form.stop()
+    form.stop()  # handled by the router like every button, so not kept by discord.py either
     return form
 
 
