@@ -26,7 +26,7 @@ from bot.models import FollowUp, FollowUpStatus, Review, ReviewStatus
 from bot.replies import Button, Reply, ReplyKind
 from cards.deck import Deck
 from cards.schema import Card, KeyPoint
-from grader.base import Grader, Judgement, PointVerdict
+from grader.base import Grader, Judgement, PointVerdict, read_followup
 
 log = logging.getLogger(__name__)
 
@@ -240,7 +240,7 @@ class FollowUps:
         None when no judge can read it (self-grading, a judge that failed)."""
         asked = card.model_copy(update={"question": point.probe or card.question})
         try:
-            assessment = await self.grader.assess(asked, text, interactive=False)
+            assessment = await read_followup(self.grader, asked, text)
         except Exception:  # the learner says it instead
             log.info("no judge for a follow-up on %s/%s", card.id, point.id, exc_info=True)
             return None, None

@@ -114,3 +114,12 @@ def warmable(grader: Grader) -> Any | None:
     offline judge an LLM judge falls back to; None when there is nothing to warm."""
     judge = getattr(grader, "fallback", None) or grader
     return judge if hasattr(judge, "warm") else None
+
+
+async def read_followup(grader: Any, card: Card, answer: str) -> Assessment:
+    """A grader's reading of an answer to a follow-up (``card`` carries the probe as its
+    question): its ``assess_followup`` when it has one, else ``assess``."""
+    reader = getattr(grader, "assess_followup", None)
+    if reader is not None:
+        return await reader(card, answer)
+    return await grader.assess(card, answer, interactive=False)

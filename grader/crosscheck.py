@@ -36,7 +36,7 @@ NO_EVIDENCE = "no valid quote"
 INJECTED = "quotes the injected instructions"
 OFF_POINT = "the quote is not about the point"
 
-_READINGS: OrderedDict[tuple[str, str, str], Judgement] = OrderedDict()
+_READINGS: OrderedDict[tuple[str, str, str, bool], Judgement] = OrderedDict()
 _READINGS_LOCK = threading.Lock()
 _MAX_READINGS = 4096
 _READER: Any = None
@@ -52,16 +52,19 @@ def default_reader() -> Any:
     return _READER
 
 
-def reading_of(card: Card, text: str, reader: Any = None) -> Judgement:
-    """The offline judge's verdicts on ``text`` alone (blocking), remembered per card version."""
+def reading_of(card: Card, text: str, reader: Any = None, *, rules: bool = False) -> Judgement:
+    """The offline judge's verdicts on ``text`` alone (blocking), remembered per card version;
+    ``rules``: its hand rules, for a piece of an answer (the learnt reading is fitted on whole
+    answers)."""
     version = card.version or hashlib.sha256(card.model_dump_json().encode()).hexdigest()[:12]
-    key = (card.id, version, text)
+    key = (card.id, version, text, rules)
     with _READINGS_LOCK:
         found = _READINGS.get(key)
         if found is not None:
             _READINGS.move_to_end(key)
             return found
-    judgement = (reader or default_reader()).judge(card, text)
+    reader = reader or default_reader()
+    judgement = reader.judge(card, text, rules=True) if rules else reader.judge(card, text)
     with _READINGS_LOCK:
         _READINGS[key] = judgement
         while len(_READINGS) > _MAX_READINGS:
@@ -85,14 +88,14 @@ def supports(
         return False
     if any(occurs_on_word_boundaries(phrase, quote) for phrase in point.accepts if fold_phrase(phrase)):
         return True
-    if reading_of(card, quote, reader).verdict_for(point_id) in CREDITED:
+    if reading_of(card, quote, reader, rules=True).verdict_for(point_id) in CREDITED:
         return True
     if not answer:
         return False
-    if reading_of(card, answer, reader).verdict_for(point_id) in CREDITED:
+    if reading_of(card, answer, reader, rules=True).verdict_for(point_id) in CREDITED:
         return True
     context = sentence_of(quote, answer)
-    return bool(context) and reading_of(card, context, reader).verdict_for(point_id) in CREDITED
+    return bool(context) and reading_of(card, context, reader, rules=True).verdict_for(point_id) in CREDITED
 
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])(?<!\bal\.)(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<!\bcf\.)\s+|\n+")

@@ -56,6 +56,7 @@ from grader.base import (
     PointJudgement,
     PointVerdict,
 )
+from grader.exemplars import VOTE_FEATURES, Exemplars, card_exemplars, votes
 from grader.scoring import grade_from_judgement
 from grader.textnorm import fold, fold_phrase, unhide
 
@@ -779,6 +780,7 @@ class Analysis:
     stance: float  # closeness of the whole answer to the trap minus closeness to the expert key
     injection_found: tuple[str, ...]
     answer_vector: np.ndarray | None = None  # the normalised mean of the claim clauses
+    vectors: np.ndarray | None = None  # (units, d) each unit's vector
 
 
 @dataclass(frozen=True)
@@ -897,6 +899,7 @@ def analyse(card: Card, index: CardIndex, answer: str) -> Analysis:
         stance=_stance(vectors, units, index),
         injection_found=found,
         answer_vector=_mean_vector(vectors, units),
+        vectors=vectors,
     )
 
 
@@ -958,6 +961,7 @@ POINT_FEATURES = (
     "stance",  # the answer's lean to the trap (+) or the key (-)
     "asserts_any",  # some unit asserts a misconception (the rules' reading)
     "opposed_any",  # best opposite-sign similarity of a claim to the point
+    "nearest_opposed",  # its closest match says the opposite (opposed beats support by the margin)
 )
 MISCONCEPTION_FEATURES = (
     "misc_any",  # best same-sign similarity of a unit to the misconception
@@ -967,7 +971,18 @@ MISCONCEPTION_FEATURES = (
     "misc_stem_cover",  # best share of a phrasing's stems in one unit
     "stance",
     "key_cover",  # how much of the key the answer covers (mean of the points' support_any)
+    "misc_nearest_negated",  # the unit most like it has the other polarity ("X does not fix it")
+    "misc_rejected",  # ... or calls something wrong, a myth, the trap, not enough
 )
+_REJECTION = re.compile(
+    r"\b(wrong|myth|mistaken?|misconception|trap|fallacy|not enough|insufficient|"
+    r"doesn'?t|does not|won'?t|will not|isn'?t|is not|cannot|can'?t|fails? to|no longer|"
+    r"rather than|instead of|common answer|tempting|naive|naively)\b",
+    re.IGNORECASE,
+)
+#: Every feature ``features`` returns; a fitted model names the ones it reads.
+ALL_POINT_FEATURES = POINT_FEATURES + VOTE_FEATURES
+ALL_MISCONCEPTION_FEATURES = MISCONCEPTION_FEATURES + tuple(f"misc_{name}" for name in VOTE_FEATURES)
 
 
 @dataclass(frozen=True)
@@ -1055,6 +1070,7 @@ def features(
     params: OfflineParams,
     rules: Judgement,
     ev: Evidence | None = None,
+    exemplars: Exemplars | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per key point and per misconception, the features named in POINT_FEATURES and
     MISCONCEPTION_FEATURES (card-agnostic, so a model fitted on some cards reads others);
@@ -1093,6 +1109,11 @@ def features(
             analysis.stance,
             asserts_any,
             _masked_max(ev.opposed[:, k], ev.usable) if n_units else -1.0,
+            float(
+                n_units > 0
+                and _masked_max(ev.opposed[:, k], ev.usable)
+                >= _masked_max(ev.support[:, k], ev.listed) + params.contradiction_margin
+            ),
         )
     key_cover = float(points[:, 0].mean()) if n_points else 0.0
     misconceptions = np.zeros((n_misc, len(MISCONCEPTION_FEATURES)))
@@ -1106,8 +1127,50 @@ def features(
             float(ev.misc_cover[:, m].max()) if n_units else 0.0,
             analysis.stance,
             key_cover,
+            *_rejection_features(card, analysis, ev, m),
         )
-    return points, misconceptions
+    point_votes, misc_votes = answer_votes(analysis, ev.usable, exemplars, n_points, n_misc)
+    return np.hstack([points, point_votes]), np.hstack([misconceptions, misc_votes])
+
+
+def _rejection_features(card: Card, analysis: Analysis, ev: Evidence, m: int) -> tuple[float, float]:
+    """Whether the unit most like misconception ``m`` says it negated, or rejects something."""
+    if not len(analysis.units) or not ev.stated.any():
+        return 0.0, 0.0
+    row = int(np.where(ev.stated, ev.misc[:, m], -2.0).argmax())
+    unit = analysis.units[row]
+    negated = unit.lexicon.polarity != polarity(card.misconceptions[m].text)
+    return float(negated), float(bool(_REJECTION.search(unit.span.text)))
+
+
+def answer_votes(
+    analysis: Analysis, usable: np.ndarray, exemplars: Exemplars | None, n_points: int, n_misc: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The exemplars' votes (``grader.exemplars``) for this answer, from its claim units that
+    are not instructions to the grader."""
+    vectors = analysis.vectors if analysis.vectors is not None else np.zeros((0, 384))
+    unit_vectors = vectors[usable] if len(vectors) else vectors
+    whole = None
+    if len(unit_vectors):
+        mean = unit_vectors.mean(axis=0)
+        norm = float(np.linalg.norm(mean))
+        whole = mean / norm if norm else None
+    return votes(exemplars, whole, unit_vectors, n_points, n_misc)
+
+
+def exemplar_vectors(
+    card: Card, index: CardIndex, answer: str, analysis: Analysis | None = None
+) -> tuple[np.ndarray | None, list[np.ndarray]]:
+    """An exemplar read as the judge reads an answer: its vector and its claim units' vectors."""
+    analysis = analysis or analyse(card, index, answer)
+    ev = evidence(card, index, analysis, OfflineParams())
+    vectors = analysis.vectors if analysis.vectors is not None else np.zeros((0, 384))
+    usable = vectors[ev.usable] if len(vectors) else vectors
+    if not len(usable):
+        return None, []
+    mean = usable.mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    return (mean / norm if norm else None), list(usable)
 
 
 def decide(card: Card, index: CardIndex, analysis: Analysis, params: OfflineParams) -> Judgement:
@@ -1233,15 +1296,32 @@ class PointModel:
     def __init__(self, data: dict[str, Any]):
         self.data = data
         self.cut_present, self.cut_partial, self.cut_asserted = data["cuts"]
+        # The columns of ``features`` this model was fitted on, by name.
+        self.point_columns = [
+            ALL_POINT_FEATURES.index(name) for name in data.get("point_features", POINT_FEATURES)
+        ]
+        self.misc_columns = [
+            ALL_MISCONCEPTION_FEATURES.index(name)
+            for name in data.get("misconception_features", MISCONCEPTION_FEATURES)
+        ]
+
+    @property
+    def uses_exemplars(self) -> bool:
+        return any(name.startswith(("knn_", "misc_knn_")) for name in
+                   [*self.data.get("point_features", ()), *self.data.get("misconception_features", ())])
 
     @classmethod
-    def load(cls, path: Path = MODEL_PATH) -> PointModel | None:
+    def load(cls, path: Path | None = None) -> PointModel | None:
+        """The model at ``path``, else at ``TRAPBOT_OFFLINE_MODEL`` (to try a candidate), else
+        the shipped one; None when there is none."""
+        path = path or Path(os.environ.get("TRAPBOT_OFFLINE_MODEL") or MODEL_PATH)
         if not path.exists():
             return None
         return cls(json.loads(path.read_text(encoding="utf-8")))
 
     def _proba(self, part: str, x: np.ndarray) -> np.ndarray:
         weights = self.data[part]
+        x = x[:, self.point_columns if part == "point" else self.misc_columns]
         z = (x - np.asarray(weights["mean"])) / np.asarray(weights["scale"])
         logits = z @ np.asarray(weights["coef"]).T + np.asarray(weights["intercept"])
         if logits.shape[1] == 1:  # binary: P(class 1)
@@ -1307,13 +1387,18 @@ def _quote_rows(ev: Evidence, units: Sequence[Unit], column: int, *, misc: bool 
 
 
 def decide_learnt(
-    card: Card, index: CardIndex, analysis: Analysis, params: OfflineParams, model: PointModel
+    card: Card,
+    index: CardIndex,
+    analysis: Analysis,
+    params: OfflineParams,
+    model: PointModel,
+    exemplars: Exemplars | None = None,
 ) -> Judgement:
-    """The learnt reading: verdicts from ``model`` over ``features``, quotes from the units
-    that carry the evidence; a point said only under a negation is contradicted."""
+    """The learnt reading: verdicts from ``model`` over ``features`` (with the ``exemplars``'
+    votes), quotes from the units that carry the evidence."""
     rules = decide(card, index, analysis, params)
     ev = evidence(card, index, analysis, params)
-    point_x, misc_x = features(card, index, analysis, params, rules, ev)
+    point_x, misc_x = features(card, index, analysis, params, rules, ev, exemplars)
     units = analysis.units
     point_quotes = []
     for k in range(len(card.key_points)):
@@ -1324,34 +1409,32 @@ def decide_learnt(
         row = _quote_rows(ev, units, m, misc=True) if units else None
         misc_quotes.append(units[row].span.text if row is not None else "")
     learnt = model.judgement(card, point_x, misc_x, point_quotes, misc_quotes)
-    points = []
-    for k, point in enumerate(learnt.points):
-        denied = np.flatnonzero(ev.point_hits[:, k] == -1) if units else []
-        said = bool(units) and bool((ev.point_hits[:, k] == 1).any())
-        negated_match = bool(units) and _masked_max(ev.opposed[:, k], ev.usable) >= (
-            _masked_max(ev.support[:, k], ev.listed) + params.contradiction_margin
-        )
-        if point.verdict is not PointVerdict.ABSENT and negated_match and not said:
-            # Its closest match says the opposite: a negation governs the words that match.
-            point = PointJudgement(point.point_id, PointVerdict.ABSENT, "")
-        if point.verdict is PointVerdict.ABSENT and len(denied):
-            point = PointJudgement(point.point_id, PointVerdict.CONTRADICTED, units[denied[0]].span.text)
-        points.append(point)
-    misconceptions = []
-    for m, verdict in enumerate(learnt.misconceptions):
-        if verdict.asserted and units and not (ev.misc_hits[:, m] == 1).any():
-            row = int(np.where(ev.stated, ev.misc[:, m], -2.0).argmax())
-            if (ev.misc_hits[:, m] == -1).any() or units[row].lexicon.polarity != polarity(
-                card.misconceptions[m].text
-            ):
-                # Its closest unit says it under a negation ("a climbing reward does not mean
-                # the model is better"): that rejects the misconception.
-                verdict = MisconceptionJudgement(verdict.misconception_id, False)
-        misconceptions.append(verdict)
+    # Two negation rules on top of the model, each kept because it lifted the cross-fitted
+    # agreement on the training rows (QWK 0.801 -> 0.813 together): a misconception whose
+    # nearest sentence says it negated, with none of its phrasings said outright, is rejected,
+    # not asserted ("a climbing reward does not mean the model is better"); a partial credit
+    # whose closest match says the opposite is no credit. (Taking back a present credit the
+    # same way lowered it, to 0.785.)
+    opposed, point_said = (ALL_POINT_FEATURES.index(name) for name in ("nearest_opposed", "said"))
+    points = tuple(
+        PointJudgement(p.point_id, PointVerdict.ABSENT, "")
+        if p.verdict is PointVerdict.PARTIAL and point_x[k, opposed] and not point_x[k, point_said]
+        else p
+        for k, p in enumerate(learnt.points)
+    )
+    said, denied, negated = (
+        ALL_MISCONCEPTION_FEATURES.index(name) for name in ("misc_said", "misc_denied", "misc_nearest_negated")
+    )
+    misconceptions = tuple(
+        MisconceptionJudgement(m.misconception_id, False)
+        if m.asserted and not misc_x[i, said] and (misc_x[i, denied] or misc_x[i, negated])
+        else m
+        for i, m in enumerate(learnt.misconceptions)
+    )
     judgement = replace(
         learnt,
-        points=tuple(points),
-        misconceptions=tuple(misconceptions),
+        points=points,
+        misconceptions=misconceptions,
         injection_suspected=rules.injection_suspected,
     )
     return replace(judgement, feedback=feedback_for(card, judgement))
@@ -1435,13 +1518,15 @@ class OfflineJudge:
         self.model = PointModel.load() if model == "default" else model
 
     async def warm(self, cards: Iterable[Card] = ()) -> None:
-        """Load the model (and index ``cards``) in a worker thread."""
+        """Load the model (and index ``cards`` and embed their exemplars) in a worker thread."""
         cards = list(cards)
 
         def work() -> None:
             load_model()
             for card in cards:
                 self.index(card)
+                if isinstance(self.model, PointModel) and self.model.uses_exemplars:
+                    self.exemplars(card)
 
         await asyncio.to_thread(work)
 
@@ -1449,15 +1534,24 @@ class OfflineJudge:
         """The card's embedded phrasings, built once per card version (shared by all judges)."""
         return card_index(card)
 
+    def exemplars(self, card: Card) -> Exemplars:
+        """The card's labelled answers, embedded once per card version."""
+        index = self.index(card)
+        return card_exemplars(card, index.version, lambda text: exemplar_vectors(card, index, text))
+
     def analyse(self, card: Card, answer: str) -> Analysis:
         return analyse(card, self.index(card), answer)
 
-    def judge(self, card: Card, answer: str) -> Judgement:
-        """The verdicts for ``answer`` (blocking: embeds on the calling thread)."""
+    def judge(self, card: Card, answer: str, *, rules: bool = False) -> Judgement:
+        """The verdicts for ``answer`` (blocking: embeds on the calling thread). ``rules``: the
+        hand rules even when a learnt reading is loaded; the learnt reading is fitted on whole
+        answers to the card's question, the rules are what short texts read alone (a follow-up
+        answer, a quote the cross-check reads) were measured with."""
         index = self.index(card)
         analysis = analyse(card, index, answer)
-        if isinstance(self.model, PointModel):
-            return decide_learnt(card, index, analysis, self.params, self.model)
+        if isinstance(self.model, PointModel) and not rules:
+            exemplars = self.exemplars(card) if self.model.uses_exemplars else None
+            return decide_learnt(card, index, analysis, self.params, self.model, exemplars)
         return decide(card, index, analysis, self.params)
 
     async def judge_async(self, card: Card, answer: str) -> Judgement:
@@ -1467,3 +1561,10 @@ class OfflineJudge:
         judgement = await self.judge_async(card, answer)
         grade = grade_from_judgement(card, judgement, answer)
         return Assessment(grader=self.name, grade=grade, needs_confirmation=interactive)
+
+    async def assess_followup(self, card: Card, answer: str) -> Assessment:
+        """An answer to one key point's probe (``card`` carries the probe as its question),
+        read by the rules (see ``judge``)."""
+        judgement = await asyncio.to_thread(self.judge, card, answer, rules=True)
+        grade = grade_from_judgement(card, judgement, answer)
+        return Assessment(grader=self.name, grade=grade, needs_confirmation=False)

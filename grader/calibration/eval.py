@@ -13,7 +13,9 @@ question and key, never a judge's code: its ``grade`` is the grade rule
 the first set, written by the offline judge's author; it is kept as a second opinion.
 
 Cards are split for tuning: the even-numbered ``rl-`` cards are the tuning split, the rest
-(odd-numbered and ``msft-``) are held out.
+(odd-numbered and ``msft-``) are held out. ``training.jsonl`` is a third set, on every card, by
+eight other writers under the same blindness: the learnt reading is fitted on it and the
+tuning split (``grader.calibration.train``), and its answers are the judge's exemplars.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.base import PointVerdict
+from grader.base import PointVerdict, read_followup
 
 FOLLOWUP_SET = Path(__file__).resolve().parent / "followups.jsonl"
 CREDITED = frozenset({PointVerdict.PRESENT, PointVerdict.PARTIAL})
@@ -102,8 +102,8 @@ async def judge_followups(
         probe = card.key_point(a.point_id).probe
         async with semaphore:
             try:
-                assessment = await judge.assess(
-                    card.model_copy(update={"question": probe}), a.answer, interactive=False
+                assessment = await read_followup(
+                    judge, card.model_copy(update={"question": probe}), a.answer
                 )
             except Exception as error:  # noqa: BLE001 - counted and reported, never fatal
                 errors += 1

@@ -108,7 +108,7 @@ async def test_without_a_fallback_the_reason_still_propagates_as_unavailable(ser
 
 async def test_a_failure_while_checking_the_verdicts_falls_back_too(server, offline_judge, rl08, tmp_path, caplog):
     class BrokenReader:
-        def judge(self, card, text):
+        def judge(self, card, text, **_):
             raise RuntimeError("the embedding model is gone")
 
     judge = judge_for(server, tmp_path, fallback=offline_judge)

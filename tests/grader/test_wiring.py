@@ -11,6 +11,7 @@ from bot.replies import ReplyKind
 from grader.cache import JudgementCache
 from grader.calibration.eval import format_metrics
 from grader.llm import LlmJudge
+from grader.offline import OfflineJudge
 
 from .conftest import completion, status, verdict_json
 
@@ -48,9 +49,11 @@ async def test_the_llm_verdict_is_final_in_the_engine(
     fake_openai.steps = [
         completion(verdict_json(card, {"kl-keeps-in-distribution": ("present", quote)}))
     ]
-    engine = QuizEngine(
-        make_engine(db_url), small_deck, llm_judge(fake_openai, tmp_path), clock, interactive=True
-    )
+    judge = llm_judge(fake_openai, tmp_path)
+    # A second reading within a grade of the model's (the rules read GOOD as the model does):
+    # this test is about the wiring; disagreement has its own tests.
+    judge.reader = OfflineJudge(model=None)
+    engine = QuizEngine(make_engine(db_url), small_deck, judge, clock, interactive=True)
     replies = await answer_first_trap(engine, GOOD)
     assert replies[-1].kind is ReplyKind.VERDICT
     assert "Graded by: llm:m" in replies[-1].text

@@ -1,0 +1,205 @@
+"""Labelled answers as exemplars: a nearest-neighbour reading of an answer.
+
+An accepted phrasing says how the key puts a point; people put it in many other ways. The
+training set (``grader/calibration/training.jsonl``, answers written and labelled point by
+point by writers who saw only the cards) plus the tuning split of the calibration set give each
+card a few dozen answers with known labels. For a new answer the judge asks: the labelled
+answers nearest to it, and the short ones nearest to each of its sentences, what did they get?
+
+Votes are similarity-weighted means of the neighbours' labels (present 1, partial 1/2, else
+0) over the ``k`` nearest, with weights ``exp((sim - best) / temperature)`` so that the closest
+neighbour counts most. The learnt reading takes the votes and the nearest similarities as
+features beside the phrasing similarities (``grader.offline.POINT_FEATURES``).
+
+The held-out split of the calibration set is never an exemplar.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cards.schema import Card
+
+TRAINING_SET = Path(__file__).resolve().parent / "calibration" / "training.jsonl"
+CALIBRATION_SET = Path(__file__).resolve().parent / "calibration" / "answers.jsonl"
+LABEL_VALUE = {"present": 1.0, "partial": 0.5, "absent": 0.0, "contradicted": 0.0}
+#: Answers at most this long lend their sentences as exemplars of what they were credited with.
+SHORT_ANSWER_WORDS = 45
+NEIGHBOURS = 5
+TEMPERATURE = 0.05
+
+
+@dataclass(frozen=True)
+class LabelledAnswer:
+    id: str
+    card_id: str
+    author: str
+    answer: str
+    points: np.ndarray  # (key points,) label values
+    misconceptions: np.ndarray  # (misconceptions,) 1.0 when asserted
+    twin_of: str | None = None
+
+
+@dataclass(frozen=True)
+class Exemplars:
+    """One card's labelled answers, embedded."""
+
+    answers: tuple[LabelledAnswer, ...]
+    answer_vectors: np.ndarray  # (answers, d)
+    unit_vectors: np.ndarray  # (units of short answers, d)
+    unit_owner: np.ndarray  # (units,) row of the answer each unit comes from
+
+    def keep(self, exclude: Callable[[LabelledAnswer], bool]) -> Exemplars:
+        """The exemplars without those ``exclude`` names (an answer's own author in training)."""
+        kept = np.asarray([not exclude(a) for a in self.answers], dtype=bool)
+        if kept.all():
+            return self
+        new_row = np.cumsum(kept) - 1
+        unit_kept = kept[self.unit_owner] if len(self.unit_owner) else np.zeros(0, dtype=bool)
+        return Exemplars(
+            answers=tuple(a for a, k in zip(self.answers, kept, strict=True) if k),
+            answer_vectors=self.answer_vectors[kept],
+            unit_vectors=self.unit_vectors[unit_kept],
+            unit_owner=new_row[self.unit_owner[unit_kept]],
+        )
+
+
+def _is_tuning_card(card_id: str) -> bool:
+    from grader.calibration.eval import is_tuning_card
+
+    return is_tuning_card(card_id)
+
+
+def labelled_answers(card: Card, paths: Sequence[Path] = (TRAINING_SET, CALIBRATION_SET)) -> list[LabelledAnswer]:
+    """The card's labelled answers whose labels fit its key, from the training set and the
+    calibration set's tuning split (its held-out split never)."""
+    point_ids = [p.id for p in card.key_points]
+    misc_ids = [m.id for m in card.misconceptions]
+    found = []
+    for path in paths:
+        if not path.exists():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            row: dict[str, Any] = json.loads(line)
+            if row.get("card_id") != card.id:
+                continue
+            if path == CALIBRATION_SET and not _is_tuning_card(card.id):
+                continue
+            labels = row.get("points") or {}
+            if set(labels) != set(point_ids) or set(row.get("misconceptions", ())) - set(misc_ids):
+                continue  # labelled against an older key
+            found.append(
+                LabelledAnswer(
+                    id=str(row["id"]),
+                    card_id=card.id,
+                    author=str(row.get("author", "")),
+                    answer=str(row["answer"]),
+                    points=np.asarray([LABEL_VALUE[labels[p]] for p in point_ids]),
+                    misconceptions=np.asarray(
+                        [float(m in row.get("misconceptions", ())) for m in misc_ids]
+                    ),
+                    twin_of=row.get("twin_of"),
+                )
+            )
+    return found
+
+
+def build_exemplars(
+    answers: Sequence[LabelledAnswer],
+    answer_vector: Callable[[str], tuple[np.ndarray | None, list[np.ndarray]]],
+    dim: int = 384,
+) -> Exemplars:
+    """Embed ``answers`` with ``answer_vector`` (text -> the answer's vector and the vectors of
+    its claim sentences, as the judge reads an answer)."""
+    vectors, units, owners, kept = [], [], [], []
+    for answer in answers:
+        whole, sentence_vectors = answer_vector(answer.answer)
+        if whole is None:
+            continue
+        row = len(kept)
+        kept.append(answer)
+        vectors.append(whole)
+        if len(answer.answer.split()) <= SHORT_ANSWER_WORDS:
+            for vector in sentence_vectors:
+                units.append(vector)
+                owners.append(row)
+    return Exemplars(
+        answers=tuple(kept),
+        answer_vectors=np.asarray(vectors, dtype=np.float32).reshape(len(vectors), dim),
+        unit_vectors=np.asarray(units, dtype=np.float32).reshape(len(units), dim),
+        unit_owner=np.asarray(owners, dtype=int),
+    )
+
+
+def _vote(sims: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, float]:
+    """Weighted mean label of the nearest neighbours, and the nearest similarity."""
+    k = min(NEIGHBOURS, len(sims))
+    nearest = np.argpartition(-sims, k - 1)[:k]
+    weights = np.exp((sims[nearest] - sims[nearest].max()) / TEMPERATURE)
+    return (weights[:, None] * labels[nearest]).sum(axis=0) / weights.sum(), float(sims[nearest].max())
+
+
+#: The features ``votes`` returns per key point (and, prefixed ``misc_``, per misconception).
+VOTE_FEATURES = ("knn_answer", "knn_answer_sim", "knn_unit", "knn_unit_sim", "knn_known")
+
+
+def votes(
+    exemplars: Exemplars | None,
+    whole: np.ndarray | None,
+    unit_vectors: np.ndarray,
+    n_points: int,
+    n_misc: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(points, VOTE_FEATURES) and (misconceptions, VOTE_FEATURES) for one answer, read from its
+    vector and its claim units' vectors; zeros with ``knn_known`` 0 when there are no exemplars."""
+    points = np.zeros((n_points, len(VOTE_FEATURES)))
+    misc = np.zeros((n_misc, len(VOTE_FEATURES)))
+    if exemplars is None or not len(exemplars.answers) or whole is None:
+        return points, misc
+    point_labels = np.vstack([a.points for a in exemplars.answers])
+    misc_labels = np.vstack([a.misconceptions for a in exemplars.answers]).reshape(
+        len(exemplars.answers), n_misc
+    )
+    answer_vote, answer_sim = _vote(exemplars.answer_vectors @ whole, np.hstack([point_labels, misc_labels]))
+    unit_vote = np.zeros(n_points + n_misc)
+    unit_sim = np.zeros(n_points + n_misc)
+    if len(exemplars.unit_vectors) and len(unit_vectors):
+        labels = np.hstack([point_labels, misc_labels])[exemplars.unit_owner]
+        sims = unit_vectors @ exemplars.unit_vectors.T  # (answer units, exemplar units)
+        for row in sims:
+            vote, sim = _vote(row, labels)
+            better = vote > unit_vote
+            unit_vote = np.where(better, vote, unit_vote)
+            unit_sim = np.where(better, sim, unit_sim)
+    both = np.stack(
+        [answer_vote, np.full(n_points + n_misc, answer_sim), unit_vote, unit_sim, np.ones(n_points + n_misc)],
+        axis=1,
+    )
+    return both[:n_points], both[n_points:]
+
+
+_CACHE: dict[tuple[str, str], Exemplars] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def card_exemplars(
+    card: Card, version: str, answer_vector: Callable[[str], tuple[np.ndarray | None, list[np.ndarray]]]
+) -> Exemplars:
+    """The card's exemplars, embedded once per card version in this process."""
+    key = (card.id, version)
+    with _CACHE_LOCK:
+        found = _CACHE.get(key)
+    if found is None:
+        found = build_exemplars(labelled_answers(card), answer_vector)
+        with _CACHE_LOCK:
+            _CACHE[key] = found
+    return found
