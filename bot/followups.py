@@ -344,6 +344,10 @@ class FollowUps:
                 self._close_open(session, learner_id)
             session.commit()
 
+    def close_open_in(self, session: Session, learner_id: int | None) -> None:
+        """``close_open`` of all the learner's follow-ups, in the caller's session (it commits)."""
+        self._close_open(session, learner_id)
+
     @staticmethod
     def _close_open(
         session: Session, learner_id: int | None, *, except_review: int | None = None
