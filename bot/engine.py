@@ -227,7 +227,8 @@ class QuizEngine:
                 raise InvalidAction("unknown learner; send /start")
             waiting = self._awaiting_review_in(session, learner.id)
             if waiting is None:
-                return self._ask_next(session, learner, extra_new=extra_new)
+                with session.no_autoflush:  # one flush, at the commit, instead of one per statement
+                    return self._ask_next(session, learner, extra_new=extra_new)
         card = self.deck.get(waiting.card_id)
         return [
             Reply("You have an answer waiting for its grade.", kind=ReplyKind.INFO),
