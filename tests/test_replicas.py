@@ -239,5 +239,7 @@ async def test_serve_does_not_wait_for_recovery(tmp_path, small_deck, monkeypatc
     serving = asyncio.create_task(bot.app.serve(Settings(database_url=url, trapbot_plots=False), stop))
     await asyncio.wait_for(sweeping.wait(), 30)
     await asyncio.wait_for(judge.started.wait(), 30)  # the recovery is grading, in the background
+    assert gc.get_freeze_count() > 0  # start-up's objects are out of the collector's reach
     stop.set()
     await asyncio.wait_for(serving, 30)
+    gc.unfreeze()
