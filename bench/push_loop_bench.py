@@ -26,6 +26,7 @@ from typing import Self
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from push_common import NoopPlatform, load_learners, pg_schema
 
+from bot.app import freeze_heap
 from bot.clock import FixedClock
 from bot.db import make_engine
 from bot.engine import QuizEngine
@@ -106,6 +107,7 @@ async def main(learners: int, seconds: float, rate: float, discord_rate: float, 
             windows.append(time.perf_counter() - began)
 
         sweeper._record_sent = timed_record
+        freeze_heap()  # as ``trapbot run`` does once it has started
         stop, lags = asyncio.Event(), []
         task = asyncio.create_task(probe(stop, lags))
         started, cpu, machine = time.perf_counter(), time.process_time(), machine_cpu()
