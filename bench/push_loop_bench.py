@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import time
@@ -25,6 +26,7 @@ from typing import Self
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from push_common import NoopPlatform, load_learners, pg_schema
 
+from bot.app import freeze_heap
 from bot.clock import FixedClock
 from bot.db import make_engine
 from bot.engine import QuizEngine
@@ -69,6 +71,13 @@ async def probe(stop: asyncio.Event, lags: list[float]) -> None:
         lags.append(max(0.0, time.perf_counter() - before - TICK))
 
 
+def machine_cpu() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs, from /proc/stat."""
+    with open("/proc/stat") as stat:
+        fields = [int(x) for x in stat.readline().split()[1:]]
+    return sum(fields) - fields[3] - fields[4], sum(fields)
+
+
 def summary(name: str, lags: list[float], seconds: float, extra: str = "") -> None:
     ordered = sorted(lags)
     print(f"{name}: blocked {sum(lags) / seconds:.1%} of {seconds:.0f} s, longest block {max(lags) * 1000:.1f} ms, "
@@ -82,7 +91,7 @@ async def main(learners: int, seconds: float, rate: float, discord_rate: float, 
     await asyncio.sleep(10)
     stop.set()
     await task
-    summary("idle loop", lags, 10)
+    summary("idle loop", lags, 10, f"; load average {os.getloadavg()[0]:.2f}")
     with pg_schema() as url:
         load_learners(url, learners, MOMENT, moment=MOMENT, moment_count=learners, platforms=("telegram", "discord"))
         engine = QuizEngine(make_engine(url), default_deck(), SelfGrader(), FixedClock(MOMENT))
@@ -98,12 +107,14 @@ async def main(learners: int, seconds: float, rate: float, discord_rate: float, 
             windows.append(time.perf_counter() - began)
 
         sweeper._record_sent = timed_record
+        freeze_heap()  # as ``trapbot run`` does once it has started
         stop, lags = asyncio.Event(), []
         task = asyncio.create_task(probe(stop, lags))
-        started = time.perf_counter()
+        started, cpu, machine = time.perf_counter(), time.process_time(), machine_cpu()
         with CallbackTimer() as callbacks:
             report = await sweeper.sweep()
         elapsed = time.perf_counter() - started
+        cpu, machine = time.process_time() - cpu, [after - before for before, after in zip(machine, machine_cpu(), strict=True)]
         stop.set()
         await task
         summary(f"busy sweep at {rate:g}/s Telegram + {discord_rate:g}/s Discord, sends of {delay * 1000:.0f} ms", lags, elapsed,
@@ -111,6 +122,9 @@ async def main(learners: int, seconds: float, rate: float, discord_rate: float, 
         busy = sorted(callbacks.durations)
         print(f"loop's own callbacks during the sweep: {sum(busy) / elapsed:.1%} of the time, longest {busy[-1] * 1000:.1f} ms, "
               f"p99.9 {busy[int(len(busy) * 0.999)] * 1000:.2f} ms ({len(busy):,} callbacks)", flush=True)
+        print(f"this process's CPU (loop and worker threads): {cpu / max(report.sent, 1) * 1000:.1f} ms a push, "
+              f"{cpu / elapsed:.0%} of one core; the machine's CPUs busy {machine[0] / max(machine[1], 1):.0%}; "
+              f"load average {os.getloadavg()[0]:.2f}", flush=True)
         windows.sort()
         print(f"send answered to record committed: median {statistics.median(windows) * 1000:.1f} ms, "
               f"p99 {windows[int(len(windows) * 0.99)] * 1000:.1f} ms, max {windows[-1] * 1000:.1f} ms ({len(windows)} pushes)", flush=True)

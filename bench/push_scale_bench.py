@@ -6,7 +6,7 @@ the process's memory per simulated day.
 Run:
   .venv/bin/python bench/push_scale_bench.py due  [--learners 1000000] [--inactive 0.3]
   .venv/bin/python bench/push_scale_bench.py due-sqlite  [--learners 1000000] [--inactive 0.3]
-  .venv/bin/python bench/push_scale_bench.py days [--learners 20000] [--days 4] [--inactive 0.3]
+  .venv/bin/python bench/push_scale_bench.py days [--learners 20000] [--days 4] [--inactive 0.3] [--procs 1] [--page 500]
 
 Uses BENCH_DATABASE_URL (default postgresql://postgres@127.0.0.1:5432/bench_replicas), in a
 schema of its own that is dropped afterwards. Each phase prints a line as it ends.
@@ -20,7 +20,6 @@ import gc
 import statistics
 import sys
 import time
-from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -39,9 +38,9 @@ from push_common import (
 from bot.clock import FixedClock
 from bot.db import make_engine
 from bot.engine import QuizEngine
-from bot.models import Learner
 from bot.pushtime import local_push_moment
 from bot.reminders import LEARNER, ReminderSweeper
+from bot.transport import PushOutcome
 from cards.deck import default_deck
 from grader.selfgrade import SelfGrader
 
@@ -152,70 +151,198 @@ def bench_due_sqlite(learners: int, inactive: float) -> None:
         db.dispose()
 
 
-def expected_days(learner: Learner, start: datetime, end: datetime) -> set:
-    days = set()
-    day = start.astimezone(UTC).date() - timedelta(days=2)
-    while day <= end.date() + timedelta(days=2):
-        moment = local_push_moment(day, learner.push_time, learner.timezone)
-        if start <= moment < end:
-            days.add(day)
-        day += timedelta(days=1)
-    return days
+class CountingPlatform(NoopPlatform):
+    """Accepts every push and counts it per learner and simulated day of the send (bytes,
+    so a million learners over four days cost 4 MB): the platform's view, doubles included."""
+
+    def __init__(self, platform: str, clock: FixedClock, counts: bytearray, learners: int):
+        super().__init__(platform)
+        self.clock, self.counts, self.stride = clock, counts, learners + 1
+
+    async def push(self, learner, replies) -> PushOutcome:
+        day = (self.clock.now() - SIM_START) // timedelta(days=1)
+        at = day * self.stride + learner.id
+        self.counts[at] = min(255, self.counts[at] + 1)
+        self.pushed += 1
+        return PushOutcome.SENT
 
 
-async def simulate(url: str, days: int) -> tuple[int, dict]:
+def sweep_process(url: str, index: int, procs: int, learners: int, days: int, page: int, barrier, pushes, rss, out: str) -> None:
+    """One of ``procs`` sweep processes sharing the run: each sweeps every simulated minute
+    (a fake clock), then waits for the others before the clock moves on."""
     db = make_engine(url)
     fast_commits(db)
     clock = FixedClock(SIM_START)
     engine = QuizEngine(db, default_deck(), SelfGrader(), clock)
     constant_pushes(engine)
-    transports = {"telegram": NoopPlatform("telegram"), "discord": NoopPlatform("discord")}
-    sweeper = ReminderSweeper(engine, transports, rates={"telegram": 1e9, "discord": 1e9}, sweep_seconds=1e9)
-    sent = 0
-    memory = {}
+    counts = bytearray(days * (learners + 1))
+    transports = {name: CountingPlatform(name, clock, counts, learners) for name in ("telegram", "discord")}
+    sweeper = ReminderSweeper(engine, transports, batch_size=page, rates={"telegram": 1e9, "discord": 1e9}, sweep_seconds=1e9)
     gc.collect()
-    memory[0] = rss_mb()
+    rss[index * (days + 1)] = rss_mb()
     began = time.perf_counter()
-    for minute in range(days * 24 * 60):
-        clock.set(SIM_START + timedelta(minutes=minute))
-        report = await sweeper.sweep()
-        sent += report.sent
-        if (minute + 1) % (24 * 60) == 0:
-            gc.collect()
-            day = (minute + 1) // (24 * 60)
-            memory[day] = rss_mb()
-            say(f"simulated day {day}: {sent:,} pushes so far, {time.perf_counter() - began:.0f} s, RSS {memory[day]:.1f} MB")
+
+    async def run() -> None:
+        for minute in range(days * 24 * 60):
+            clock.set(SIM_START + timedelta(minutes=minute))
+            report = await sweeper.sweep()
+            with pushes.get_lock():
+                pushes.value += report.sent
+            if (minute + 1) % (24 * 60) == 0:
+                gc.collect()
+                rss[index * (days + 1) + (minute + 1) // (24 * 60)] = rss_mb()
+            barrier.wait()  # every process has swept this minute
+            if index == 0 and (minute + 1) % 60 == 0:
+                hour = (minute + 1) // 60
+                say(f"simulated day {(hour - 1) // 24 + 1} hour {(hour - 1) % 24 + 1:2d}: {pushes.value:,} pushes so far, "
+                    f"{time.perf_counter() - began:.0f} s, {pushes.value / (time.perf_counter() - began):.0f}/s")
+
+    asyncio.run(run())
+    Path(out).write_bytes(counts)
     db.dispose()
-    return sent, memory
 
 
-def bench_days(learners: int, days: int, inactive: float) -> None:
+def expected_moments(push_time, timezone: str, start: datetime, end: datetime) -> dict:
+    """{local date: simulated day} of the push moments of (push time, zone) in [start, end)."""
+    found = {}
+    day = start.date() - timedelta(days=2)
+    while day <= end.date() + timedelta(days=2):
+        moment = local_push_moment(day, push_time, timezone)
+        if start <= moment < end:
+            found[day] = (moment - start) // timedelta(days=1)
+        day += timedelta(days=1)
+    return found
+
+
+def check_days(url: str, learners: int, days: int, sends: list[bytearray]) -> None:
+    """Per simulated day: learner-days expected, pushed once, missed, pushed twice, pushed on
+    a local day not expected, inactive learners pushed; from the push log and the platform's counts."""
     end = SIM_START + timedelta(days=days)
+    stride = learners + 1
+    sent = bytearray(days * stride)  # platform sends per (simulated day, learner), all processes
+    for counts in sends:
+        for at in range(len(sent)):
+            if counts[at]:
+                sent[at] = min(255, sent[at] + counts[at])
+    logged = bytearray(days * stride)  # push-log rows "sent", by the simulated day of sent_at
+    expected_at = bytearray(days * stride)  # 1: a learner-day expected in that simulated day; 2: and pushed
+    plans: dict = {}
+    plan_of: dict[int, dict] = {}
+    active = bytearray(stride)
+    db = make_engine(url)
+    with db.connect() as connection:
+        for lid, zone, at, is_active, paused in connection.execute(
+            sa.text("SELECT id, timezone, push_time, active, paused FROM learner")
+        ):
+            key = (zone, at)
+            plan = plans.get(key)
+            if plan is None:
+                plan = plans[key] = expected_moments(at, zone, SIM_START, end)
+            plan_of[lid] = plan
+            if is_active and not paused:
+                active[lid] = 1
+                for day in plan.values():
+                    expected_at[day * stride + lid] = 1
+        wrong = [0] * days
+        result = connection.execution_options(stream_results=True, yield_per=50_000).execute(
+            sa.text("SELECT learner_id, local_date, sent_at FROM pushlog WHERE status = 'sent'")
+        )
+        for lid, local_day, sent_at in result:
+            day = (sent_at - SIM_START) // timedelta(days=1)
+            logged[day * stride + lid] += 1
+            due_day = plan_of[lid].get(local_day)
+            if due_day is None or not active[lid]:
+                wrong[day] += 1
+            else:
+                expected_at[due_day * stride + lid] = 2
+    db.dispose()
+    say("day | pushes | learner-days expected | pushed once | missed | pushed twice | on a wrong day | inactive pushed")
+    for day in range(days):
+        base = day * stride
+        pushes = expected = once = missed = doubled = inactive_pushed = 0
+        for lid in range(1, stride):
+            n = sent[base + lid]
+            pushes += n
+            extra = n - logged[base + lid]
+            if extra > 0:
+                doubled += extra
+            if n and not active[lid]:
+                inactive_pushed += 1
+            state = expected_at[base + lid]
+            if state:
+                expected += 1
+                if state == 1:
+                    missed += 1
+                elif extra <= 0:
+                    once += 1
+        say(f"{day + 1} | {pushes:,} | {expected:,} | {once:,} | {missed} | {doubled} | {wrong[day]} | {inactive_pushed}")
+
+
+def vacuum_while(url: str, workers: list, every: float = 120.0) -> int:
+    """Vacuum the learner and push-log tables every ``every`` seconds until the workers end,
+    when the server's autovacuum is off (as on the development machine): each push updates
+    two rows, and without vacuum the due index bloats and every claim slows down."""
+    db = make_engine(url)
+    with db.connect() as connection:
+        on = connection.execute(sa.text("SHOW autovacuum")).scalar() == "on"
+    vacuums = 0
+    last = time.perf_counter()
+    while any(worker.is_alive() for worker in workers):
+        for worker in workers:
+            worker.join(timeout=1.0)
+        if not on and time.perf_counter() - last >= every:
+            with db.connect() as connection:
+                connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+                connection.execute(sa.text("VACUUM (ANALYZE) learner"))
+                connection.execute(sa.text("VACUUM (ANALYZE) pushlog"))
+            vacuums += 1
+            last = time.perf_counter()
+    db.dispose()
+    return vacuums
+
+
+def bench_days(learners: int, days: int, inactive: float, procs: int, page: int) -> None:
+    import multiprocessing
+    import tempfile
+
     with pg_schema() as url:
         began = time.perf_counter()
         load_learners(url, learners, SIM_START, inactive=inactive, platforms=("telegram", "discord"), late_cohort=0.02)
-        say(f"loaded {learners:,} learners in {time.perf_counter() - began:.0f} s")
-        sent, memory = asyncio.run(simulate(url, days))
         db = make_engine(url)
         with db.connect() as connection:
-            people = [Learner(**row._mapping) for row in connection.execute(sa.select(LEARNER))]
-            rows = connection.execute(sa.text("SELECT learner_id, local_date, status FROM pushlog")).all()
+            active, late = connection.execute(sa.text(
+                "SELECT count(*) FILTER (WHERE active AND NOT paused), "
+                "count(*) FILTER (WHERE active AND NOT paused AND push_time = time '23:59') FROM learner")).one()
         db.dispose()
-        pushed = defaultdict(set)
-        for learner_id, day, status in rows:
-            if status == "sent":
-                pushed[learner_id].add(day)
-        active = [p for p in people if p.active and not p.paused]
-        missed = doubled = 0
-        late_cohort = sum(1 for p in active if p.push_time.hour == 23 and p.push_time.minute == 59)
-        for person in active:
-            want = expected_days(person, SIM_START, end)
-            missed += len(want - pushed[person.id])
-            doubled += len(pushed[person.id] - want)
-        inactive_pushed = sum(1 for p in people if not (p.active and not p.paused) and pushed[p.id])
-        say(f"{len(active):,} active learners ({late_cohort:,} at 23:59) over {days} days: {sent:,} pushes; "
-            f"learner-days missed {missed}, pushed on a day not expected {doubled}; inactive learners pushed {inactive_pushed}")
-        say("RSS by simulated day (MB): " + ", ".join(f"{day}: {mb:.1f}" for day, mb in memory.items()))
+        say(f"loaded {learners:,} learners ({active:,} active, {late:,} of them at 23:59) in {time.perf_counter() - began:.0f} s; "
+            f"{procs} sweep process(es), pages of {page}, {days} simulated days from {SIM_START:%Y-%m-%d %H:%M} UTC")
+        context = multiprocessing.get_context("spawn")
+        barrier = context.Barrier(procs)
+        pushes = context.Value("q", 0)
+        rss = context.Array("d", procs * (days + 1))
+        began = time.perf_counter()
+        with tempfile.TemporaryDirectory() as tmp:
+            outs = [f"{tmp}/sends-{i}.bin" for i in range(procs)]
+            workers = [
+                context.Process(target=sweep_process, args=(url, i, procs, learners, days, page, barrier, pushes, rss, outs[i]))
+                for i in range(procs)
+            ]
+            for worker in workers:
+                worker.start()
+            vacuums = vacuum_while(url, workers)
+            if vacuums:
+                say(f"autovacuum is off on this server: the bench vacuumed learner and pushlog {vacuums} times meanwhile")
+            if any(worker.exitcode for worker in workers):
+                raise SystemExit(f"a sweep process failed: exit codes {[w.exitcode for w in workers]}")
+            elapsed = time.perf_counter() - began
+            say(f"{days} simulated days: {pushes.value:,} pushes in {elapsed:.0f} s ({pushes.value / elapsed:.0f}/s)")
+            for i in range(procs):
+                say(f"RSS of sweep process {i + 1} by simulated day (MB): "
+                    + ", ".join(f"{day}: {rss[i * (days + 1) + day]:.1f}" for day in range(days + 1)))
+            sends = [bytearray(Path(out).read_bytes()) for out in outs]
+        began = time.perf_counter()
+        check_days(url, learners, days, sends)
+        say(f"checked in {time.perf_counter() - began:.0f} s")
 
 
 def main() -> None:
@@ -224,13 +351,15 @@ def main() -> None:
     parser.add_argument("--learners", type=int)
     parser.add_argument("--days", type=int, default=4)
     parser.add_argument("--inactive", type=float, default=0.3)
+    parser.add_argument("--procs", type=int, default=1, help="sweep processes sharing the simulated days")
+    parser.add_argument("--page", type=int, default=500, help="learners a sweep claims at a time")
     args = parser.parse_args()
     if args.what == "due":
         bench_due(args.learners or 1_000_000, args.inactive)
     elif args.what == "due-sqlite":
         bench_due_sqlite(args.learners or 1_000_000, args.inactive)
     else:
-        bench_days(args.learners or 20_000, args.days, args.inactive)
+        bench_days(args.learners or 20_000, args.days, args.inactive, args.procs, args.page)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from typing import TYPE_CHECKING
@@ -102,6 +103,19 @@ async def recover_pending(engine: QuizEngine, by_platform: dict[str, Transport])
         log.exception("recovering pending answers failed")
 
 
+def freeze_heap() -> None:
+    """Move what is alive now (modules, the deck, the ORM's mappers and compiled statements)
+    out of the garbage collector's reach. A full collection then walks only what the running
+    bot allocates: it held the GIL, and so the event loop, for 80-140 ms before."""
+    gc.collect()
+    gc.freeze()
+
+
+async def _freeze_after(tasks: list[asyncio.Task]) -> None:
+    await asyncio.gather(*tasks, return_exceptions=True)
+    freeze_heap()  # the simulations' and the judge's models, loaded in the background
+
+
 async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     """Run every configured transport, the reminder sweep and the ops server on this one
     event loop until ``stop`` is set (by SIGINT/SIGTERM when not given)."""
@@ -130,6 +144,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     # The offline judge's embedding model loads in the background, not on the first answer.
     judge = warmable(engine.grader)
     warm_judge = asyncio.create_task(judge.warm(engine.deck)) if judge is not None else None
+    freeze_heap()
+    frozen = asyncio.create_task(_freeze_after([task for task in (warm, warm_judge) if task is not None]))
     try:
         await stop.wait()
     finally:
@@ -138,7 +154,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             await ops.cleanup()
         for transport in reversed(transports):
             await transport.stop()
-        for task in (recovery, warm, warm_judge):
+        for task in (recovery, warm, warm_judge, frozen):
             if task is not None:
                 task.cancel()
         if engine.sims is not None:

@@ -219,65 +219,72 @@ class QuizEngine:
             return self._next_trap(learner_id, extra_new=extra_new)
 
     def _next_trap(self, learner_id: int, *, extra_new: bool) -> list[Reply]:
-        learner = self._require(learner_id)
-        waiting = self._awaiting_review(learner.id)
-        if waiting is not None:
-            card = self.deck.get(waiting.card_id)
-            return [
-                Reply("You have an answer waiting for its grade.", kind=ReplyKind.INFO),
-                self._confirmation_reply(waiting, card),
-            ]
-        return self._ask_next(learner, extra_new=extra_new)
-
-    def _ask_next(self, learner: Learner, *, extra_new: bool) -> list[Reply]:
-        today = self.today(learner)
+        # One session and one commit for the whole choice (the trap, the learner's open card,
+        # closed follow-ups, the wording shown): a push is one transaction, not four.
         with Session(self.db, expire_on_commit=False) as session:
-            states = session.exec(select(CardState).where(CardState.learner_id == learner.id)).all()
-            known = {state.card_id: state for state in states if state.card_id in self.deck}
-            pick: CardState | None = None
-            repeat = False
-            due = sorted(
-                (
-                    s
-                    for s in known.values()
-                    if s.due_on <= today and s.last_reviewed_on != today and s.skipped_on != today
-                ),
-                key=lambda s: (s.due_on, s.introduced_on, s.card_id),
+            learner = session.get(Learner, learner_id)
+            if learner is None:
+                raise InvalidAction("unknown learner; send /start")
+            waiting = self._awaiting_review_in(session, learner.id)
+            if waiting is None:
+                with session.no_autoflush:  # one flush, at the commit, instead of one per statement
+                    return self._ask_next(session, learner, extra_new=extra_new)
+        card = self.deck.get(waiting.card_id)
+        return [
+            Reply("You have an answer waiting for its grade.", kind=ReplyKind.INFO),
+            self._confirmation_reply(waiting, card),
+        ]
+
+    def _ask_next(self, session: Session, learner: Learner, *, extra_new: bool) -> list[Reply]:
+        """The next trap for ``learner`` (attached to ``session``), opened and committed."""
+        today = self.today(learner)
+        states = session.exec(select(CardState).where(CardState.learner_id == learner.id)).all()
+        known = {state.card_id: state for state in states if state.card_id in self.deck}
+        pick: CardState | None = None
+        repeat = False
+        due = sorted(
+            (
+                s
+                for s in known.values()
+                if s.due_on <= today and s.last_reviewed_on != today and s.skipped_on != today
+            ),
+            key=lambda s: (s.due_on, s.introduced_on, s.card_id),
+        )
+        repeats = sorted(
+            (s for s in known.values() if s.repeat_today and s.last_reviewed_on == today),
+            key=lambda s: (s.last_reviewed_at or self.clock.now(), s.card_id),
+        )
+        if due:
+            pick = due[0]
+        elif repeats:
+            pick, repeat = repeats[0], True
+        else:
+            introduced_today = sum(
+                1
+                for s in known.values()
+                if s.introduced_on == today and not (s.skipped_on == today and s.last_reviewed_on is None)
             )
-            repeats = sorted(
-                (s for s in known.values() if s.repeat_today and s.last_reviewed_on == today),
-                key=lambda s: (s.last_reviewed_at or self.clock.now(), s.card_id),
-            )
-            if due:
-                pick = due[0]
-            elif repeats:
-                pick, repeat = repeats[0], True
-            else:
-                introduced_today = sum(
-                    1
-                    for s in known.values()
-                    if s.introduced_on == today and not (s.skipped_on == today and s.last_reviewed_on is None)
+            fresh = [card for card in self.deck if card.id not in known]
+            if fresh and (extra_new or introduced_today < learner.new_per_day):
+                card = fresh[0]
+                pick = CardState(
+                    learner_id=learner.id,
+                    card_id=card.id,
+                    due_on=today,
+                    introduced_on=today,
                 )
-                fresh = [card for card in self.deck if card.id not in known]
-                if fresh and (extra_new or introduced_today < learner.new_per_day):
-                    card = fresh[0]
-                    pick = CardState(
-                        learner_id=learner.id,
-                        card_id=card.id,
-                        due_on=today,
-                        introduced_on=today,
-                    )
-                    session.add(pick)
-                elif fresh:
-                    return [self._done_for_today(known, today, more_new=True)]
-                else:
-                    return [self._done_for_today(known, today, more_new=False)]
-            session.commit()
-            card = self.deck.get(pick.card_id)
-        self._set_current(learner.id, card.id)
+                session.add(pick)
+            elif fresh:
+                return [self._done_for_today(known, today, more_new=True)]
+            else:
+                return [self._done_for_today(known, today, more_new=False)]
+        card = self.deck.get(pick.card_id)
+        self._open_in(session, learner, card.id)
+        variant = wordings.ask(session, learner.id, card, rng=self.rng, now=self.clock.now())  # type: ignore[arg-type]
+        session.commit()
         remaining = len(due) - 1 if due else 0
         label = f"{remaining} more due today." if remaining > 0 else ""
-        return [self._question_reply(learner.id, card, repeat=repeat, label=label)]
+        return [self._question_for(card, variant, repeat=repeat, label=label)]
 
     def _done_for_today(self, known: dict[str, CardState], today: date, *, more_new: bool) -> Reply:
         upcoming = sorted(s.due_on for s in known.values() if s.due_on > today)
@@ -344,18 +351,25 @@ class QuizEngine:
         with Session(self.db) as session:
             learner = session.get(Learner, learner_id)
             assert learner is not None
-            learner.current_card_id = card_id
-            learner.current_asked_at = self.clock.now() if card_id else learner.current_asked_at
-            session.add(learner)
+            self._open_in(session, learner, card_id)
             session.commit()
+
+    def _open_in(self, session: Session, learner: Learner, card_id: str | None) -> None:
+        """Make ``card_id`` the learner's open trap in ``session`` (the caller commits)."""
+        learner.current_card_id = card_id
+        learner.current_asked_at = self.clock.now() if card_id else learner.current_asked_at
+        session.add(learner)
         if card_id:  # a new trap is open: the next free text answers it, not an old follow-up
-            self.followups.close_open(learner_id)
+            self.followups.close_open_in(session, learner.id)
 
     def _question_reply(self, learner_id: int | None, card: Card, *, repeat: bool, label: str) -> Reply:
         """The trap in the wording this learner is asked (``bot.wordings``), recorded."""
         with Session(self.db, expire_on_commit=False) as session:
             variant = wordings.ask(session, learner_id, card, rng=self.rng, now=self.clock.now())  # type: ignore[arg-type]
             session.commit()
+        return self._question_for(card, variant, repeat=repeat, label=label)
+
+    def _question_for(self, card: Card, variant, *, repeat: bool, label: str) -> Reply:
         return Reply(
             texts.question_text(card, repeat=repeat, due_label=label, variant=variant),
             kind=ReplyKind.QUESTION,
@@ -882,9 +896,9 @@ class QuizEngine:
     async def push_replies(self, learner_id: int) -> list[Reply]:
         """The daily push: the next trap with answer, snooze and skip-today buttons; empty when
         there is nothing to ask."""
-        async with self._locks[learner_id]:
-            # The sweep's path: the database work runs in a thread, off the event loop.
-            replies = await asyncio.to_thread(self._next_trap, learner_id, extra_new=False)
+        # The sweep's path: the lock, the database work and the unlock run in one worker-thread
+        # call, off the event loop.
+        replies = await self._locks.run(learner_id, self._next_trap, learner_id, extra_new=False)
         question = replies[-1]
         if question.kind not in (ReplyKind.QUESTION, ReplyKind.CONFIRM):
             return []
@@ -1074,11 +1088,15 @@ class QuizEngine:
 
     def _awaiting_review(self, learner_id: int | None) -> Review | None:
         with Session(self.db, expire_on_commit=False) as session:
-            return session.exec(
-                select(Review)
-                .where(Review.learner_id == learner_id, Review.status == ReviewStatus.AWAITING)
-                .order_by(col(Review.id).desc())
-            ).first()
+            return self._awaiting_review_in(session, learner_id)
+
+    @staticmethod
+    def _awaiting_review_in(session: Session, learner_id: int | None) -> Review | None:
+        return session.exec(
+            select(Review)
+            .where(Review.learner_id == learner_id, Review.status == ReviewStatus.AWAITING)
+            .order_by(col(Review.id).desc())
+        ).first()
 
     def _owned_review(self, learner_id: int, review_id: int | None) -> Review:
         if review_id is None:

@@ -344,6 +344,15 @@ class FollowUps:
                 self._close_open(session, learner_id)
             session.commit()
 
+    def close_open_in(self, session: Session, learner_id: int | None) -> None:
+        """``close_open`` of all the learner's follow-ups, in the caller's session (it commits).
+        A plain UPDATE: the caller holds no follow-up objects to keep in step."""
+        session.connection().execute(
+            sa.update(FollowUp)
+            .where(col(FollowUp.learner_id) == learner_id, col(FollowUp.status) == FollowUpStatus.OPEN)
+            .values(status=FollowUpStatus.CLOSED)
+        )
+
     @staticmethod
     def _close_open(
         session: Session, learner_id: int | None, *, except_review: int | None = None

@@ -11,8 +11,11 @@ Design (README "Running many replicas" says what is guaranteed):
   the lease runs out. The same transaction inserts the push-log rows, unique on (learner,
   local date), that keep a local day from being pushed twice.
 - Before sending, the sweep checks that the learner still holds its claim (a snooze or a
-  settings change in between wins); right after the platform accepts, it records the push
-  in one transaction, conditional on the claim.
+  settings change in between wins); right after the platform accepts, it records the push,
+  conditional on the claim. Checks and records are coalesced (``Coalescer``): one that
+  finds nothing in flight runs at once, alone; those that arrive while one is in flight
+  run together in the next statement and commit, so a busy page costs a few round trips,
+  not a few per push, and no record waits for more than the one before it.
 - Sends are paced per platform by send slots reserved in the database (``PushPace``), so
   every replica together stays under the platform's rate; platforms never wait for each other.
 - The next push is computed from the local day that was claimed, never from when the send
@@ -68,6 +71,44 @@ LEARNER = Learner.__table__
 PUSH_LOG = PushLog.__table__
 PACE = PushPace.__table__
 
+# PostgreSQL writes a page's rows in one set-based statement each (arrays unnested), instead of
+# one statement per row: a page of 50 is one round trip and one plan, not 50. SQLite, one
+# process on a local file, runs the same writes as executemany.
+_PG_CLAIM_DAYS = sa.text("""
+    INSERT INTO pushlog (learner_id, local_date, status, claimed_at, attempts)
+    SELECT v.learner_id, v.local_date, :claimed, :now, 1
+    FROM unnest(CAST(:ids AS bigint[]), CAST(:days AS date[])) AS v(learner_id, local_date)
+    ORDER BY v.learner_id
+    ON CONFLICT (learner_id, local_date) DO UPDATE
+    SET status = :claimed, claimed_at = EXCLUDED.claimed_at, attempts = pushlog.attempts + 1
+    WHERE pushlog.attempts < :max_attempts
+      AND (pushlog.status IN (:snoozed, :failed) OR (pushlog.status = :claimed AND pushlog.claimed_at < :stale))
+    RETURNING learner_id
+""")
+_PG_NEXT_DAY = sa.text("""
+    UPDATE learner SET next_push_at = v.next_push_at, push_due_at = NULL
+    FROM unnest(CAST(:ids AS bigint[]), CAST(:nexts AS timestamptz[])) AS v(id, next_push_at)
+    WHERE learner.id = v.id AND learner.next_push_at = :lease
+""")
+_PG_RECORD_LOG = sa.text("""
+    UPDATE pushlog SET status = v.status, sent_at = v.sent_at
+    FROM unnest(CAST(:ids AS bigint[]), CAST(:days AS date[]), CAST(:claimed_ats AS timestamptz[]),
+                CAST(:statuses AS varchar[]), CAST(:sent_ats AS timestamptz[]))
+         AS v(learner_id, local_date, claimed_at, status, sent_at)
+    WHERE pushlog.learner_id = v.learner_id AND pushlog.local_date = v.local_date
+      AND pushlog.status = :claimed AND pushlog.claimed_at = v.claimed_at
+""")
+_PG_RECORD_NEXT = sa.text("""
+    UPDATE learner SET next_push_at = v.next_push_at, last_pushed_at = coalesce(v.pushed_at, learner.last_pushed_at),
+                       push_due_at = NULL
+    FROM unnest(CAST(:ids AS bigint[]), CAST(:leases AS timestamptz[]), CAST(:nexts AS timestamptz[]),
+                CAST(:pushed_ats AS timestamptz[])) AS v(id, lease, next_push_at, pushed_at)
+    WHERE learner.id = v.id AND learner.next_push_at = v.lease
+""")
+_PG_RECORD_BLOCKED = sa.text(
+    "UPDATE learner SET active = false, next_push_at = NULL, push_due_at = NULL WHERE id = ANY(CAST(:ids AS bigint[]))"
+)
+
 
 class TokenBucket:
     """Paces sends to ``rate`` a second with bursts of at most ``burst`` (one process)."""
@@ -120,6 +161,56 @@ class SharedPace:
                 connection.execute(_insert(self.db, PACE).values(platform=platform, next_slot=0.0).on_conflict_do_nothing())
                 end = connection.execute(self._take, params).scalar()
         return float(end) - span
+
+
+class Coalescer:
+    """Runs ``work(items)`` in a worker thread on whatever was submitted while the previous
+    call was running: alone and at once when nothing is in flight, together when calls pile up.
+
+    ``await submit(item)`` returns that item's result (``work`` returns one per item, in
+    order) or raises what ``work`` raised for the batch. An item whose caller was cancelled
+    is still worked on once its batch has started (a record of a push the platform took is
+    written all the same).
+    """
+
+    def __init__(self, work, limit: int = 500):
+        self.work = work
+        self.limit = limit
+        self.pending: list[tuple[object, asyncio.Future]] = []
+        self.draining: asyncio.Task | None = None
+        self.calls = 0  # batches run, for tests and benches
+
+    async def submit(self, item: object):
+        future = asyncio.get_running_loop().create_future()
+        self.pending.append((item, future))
+        if self.draining is None:
+            self.draining = asyncio.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        batch: list[tuple[object, asyncio.Future]] = []
+        try:
+            while self.pending:
+                batch, self.pending = self.pending[: self.limit], self.pending[self.limit :]
+                self.calls += 1
+                try:
+                    results = await asyncio.to_thread(self.work, [item for item, _ in batch])
+                except BaseException as error:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(error)
+                    if isinstance(error, asyncio.CancelledError) and asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                        raise
+                    continue
+                for (_, future), result in zip(batch, results, strict=True):
+                    if not future.done():
+                        future.set_result(result)
+                batch = []
+        finally:
+            self.draining = None
+            for _, future in batch + self.pending:  # left over only when the drain itself was cancelled
+                future.cancel()
+            self.pending = []
 
 
 def _insert(db: sa.Engine, table: sa.Table):
@@ -204,6 +295,8 @@ class ReminderSweeper:
         self.max_per_sweep = {name: max(1, int(self.rates[name] * sweep_seconds)) for name in transports}
         self.deck_size = deck_size if deck_size is not None else len(engine.deck)
         self.postgres = self.db.dialect.name == "postgresql"
+        self._checks = Coalescer(self.still_claimed)
+        self._records = Coalescer(self._record_batch)
 
     # ----- claiming (runs in a worker thread) -------------------------------------------
 
@@ -248,7 +341,11 @@ class ReminderSweeper:
                 settled, live = self._unclaimed_days(connection, [x for x in wanted if x.id not in taken], days)
                 later += settled
                 page.settled, page.contended = len(settled), live
-            if later:  # nothing to push today: their next push is on the following local day
+            if later and self.postgres:  # nothing to push today: their next push is on the following local day
+                later.sort(key=lambda x: x.id)
+                connection.execute(_PG_NEXT_DAY, {"ids": [x.id for x in later], "lease": lease,
+                                                  "nexts": [following_push(x, days[x.id]) for x in later]})
+            elif later:
                 connection.execute(
                     sa.update(LEARNER)
                     .where(LEARNER.c.id == sa.bindparam("b_id"), LEARNER.c.next_push_at == sa.bindparam("b_lease"))
@@ -283,6 +380,13 @@ class ReminderSweeper:
 
     def _claim_days(self, connection: Connection, learners: list[Learner], days: dict, now: datetime) -> set[int]:
         """Insert or take over the push-log rows of these learner-days; the ids taken."""
+        if self.postgres:
+            ordered = sorted(learners, key=lambda x: x.id)
+            return set(connection.execute(_PG_CLAIM_DAYS, {
+                "ids": [x.id for x in ordered], "days": [days[x.id] for x in ordered], "now": now,
+                "stale": now - CLAIM_LEASE, "max_attempts": MAX_ATTEMPTS, "claimed": PushStatus.CLAIMED.value,
+                "snoozed": PushStatus.SNOOZED.value, "failed": PushStatus.FAILED.value,
+            }).scalars())
         insert = _insert(self.db, PUSH_LOG)
         insert = insert.on_conflict_do_update(
             index_elements=[PUSH_LOG.c.learner_id, PUSH_LOG.c.local_date],
@@ -319,49 +423,92 @@ class ReminderSweeper:
                 settled.append(learner)
         return settled, len(learners) - len(settled)
 
-    def _still_claimed(self, claim: Claim) -> bool:
-        """Whether the learner row still holds this claim (a snooze, pause or settings change
-        since the claim wins)."""
+    def still_claimed(self, claims: list[Claim]) -> list[bool]:
+        """Whether each learner row still holds its claim (a snooze, pause or settings change
+        since the claim wins), read in one statement."""
         with self.db.connect() as connection:
-            current = connection.execute(
-                sa.select(LEARNER.c.next_push_at).where(LEARNER.c.id == claim.learner.id)
-            ).scalar()
+            current = dict(
+                connection.execute(
+                    sa.select(LEARNER.c.id, LEARNER.c.next_push_at).where(LEARNER.c.id.in_({c.learner.id for c in claims}))
+                ).all()
+            )
             connection.rollback()
-        return current == claim.lease
+        return [current.get(claim.learner.id) == claim.lease for claim in claims]
 
     def record(self, claim: Claim, status: PushStatus, at: datetime) -> None:
-        """Write the outcome of a claimed push, in one transaction, only where the claim still holds."""
-        learner_id = claim.learner.id
-        ours = sa.and_(
-            PUSH_LOG.c.learner_id == learner_id,
-            PUSH_LOG.c.local_date == claim.day,
-            PUSH_LOG.c.status == PushStatus.CLAIMED.value,
-            PUSH_LOG.c.claimed_at == claim.claimed_at,
-        )
-        held = sa.and_(LEARNER.c.id == learner_id, LEARNER.c.next_push_at == claim.lease)
-        with self.db.connect() as connection, connection.begin():
-            connection.execute(
-                sa.update(PUSH_LOG).where(ours).values(status=status.value, sent_at=at if status is PushStatus.SENT else None)
-            )
+        """Write the outcome of one claimed push (``record_many`` of one)."""
+        self.record_many([(claim, status, at)])
+
+    def _record_batch(self, outcomes: list[tuple[Claim, PushStatus, datetime]]) -> list[None]:
+        self.record_many(outcomes)
+        return [None] * len(outcomes)
+
+    def record_many(self, outcomes: list[tuple[Claim, PushStatus, datetime]]) -> None:
+        """Write the outcomes of claimed pushes in one transaction, each only where its claim
+        still holds: one multi-row statement per kind of write (psycopg pipelines them)."""
+        logs, sent, skipped, blocked = [], [], [], []
+        for claim, status, at in sorted(outcomes, key=lambda outcome: outcome[0].learner.id):  # one lock order
+            learner = claim.learner
+            logs.append({"b_id": learner.id, "b_day": claim.day, "b_claimed": claim.claimed_at,
+                         "b_status": status.value, "b_sent": at if status is PushStatus.SENT else None})
             if status is PushStatus.SENT:
                 # A send that ended on another local day than it counts for (23:59, finished
                 # after midnight) keeps its due moment, so a settings change tomorrow still
                 # finds tomorrow's push owed.
-                pushed_at = at if local_date(at, claim.learner.timezone) == claim.day else claim.due_at
-                connection.execute(
-                    sa.update(LEARNER).where(held).values(
-                        next_push_at=following_push(claim.learner, claim.day), last_pushed_at=pushed_at, push_due_at=None
-                    )
-                )
+                pushed_at = at if local_date(at, learner.timezone) == claim.day else claim.due_at
+                sent.append({"b_id": learner.id, "b_lease": claim.lease,
+                             "b_next": following_push(learner, claim.day), "b_pushed": pushed_at})
             elif status is PushStatus.SKIPPED:
-                connection.execute(
-                    sa.update(LEARNER).where(held).values(next_push_at=following_push(claim.learner, claim.day), push_due_at=None)
-                )
+                skipped.append({"b_id": learner.id, "b_lease": claim.lease, "b_next": following_push(learner, claim.day)})
             elif status is PushStatus.BLOCKED:
-                connection.execute(
-                    sa.update(LEARNER).where(LEARNER.c.id == learner_id).values(active=False, next_push_at=None, push_due_at=None)
-                )
+                blocked.append({"b_id": learner.id})
             # FAILED: the learner keeps the lease and is claimed again when it runs out.
+        if self.postgres:
+            self._record_many_postgres(logs, sent + skipped, blocked)
+            return
+        bind = sa.bindparam
+        held = sa.and_(LEARNER.c.id == bind("b_id"), LEARNER.c.next_push_at == bind("b_lease"))
+        with self.db.connect() as connection, connection.begin():
+            connection.execute(
+                sa.update(PUSH_LOG)
+                .where(
+                    PUSH_LOG.c.learner_id == bind("b_id"),
+                    PUSH_LOG.c.local_date == bind("b_day"),
+                    PUSH_LOG.c.status == PushStatus.CLAIMED.value,
+                    PUSH_LOG.c.claimed_at == bind("b_claimed"),
+                )
+                .values(status=bind("b_status"), sent_at=bind("b_sent")),
+                logs,
+            )
+            if sent:
+                connection.execute(
+                    sa.update(LEARNER).where(held).values(next_push_at=bind("b_next"), last_pushed_at=bind("b_pushed"), push_due_at=None),
+                    sent,
+                )
+            if skipped:
+                connection.execute(sa.update(LEARNER).where(held).values(next_push_at=bind("b_next"), push_due_at=None), skipped)
+            if blocked:
+                connection.execute(
+                    sa.update(LEARNER).where(LEARNER.c.id == bind("b_id")).values(active=False, next_push_at=None, push_due_at=None),
+                    blocked,
+                )
+
+    def _record_many_postgres(self, logs: list[dict], moved: list[dict], blocked: list[dict]) -> None:
+        """``record_many`` on PostgreSQL: a statement per kind of write for the whole batch."""
+        with self.db.connect() as connection, connection.begin():
+            connection.execute(_PG_RECORD_LOG, {
+                "ids": [x["b_id"] for x in logs], "days": [x["b_day"] for x in logs],
+                "claimed_ats": [x["b_claimed"] for x in logs], "statuses": [x["b_status"] for x in logs],
+                "sent_ats": [x["b_sent"] for x in logs], "claimed": PushStatus.CLAIMED.value,
+            })
+            if moved:
+                moved.sort(key=lambda x: x["b_id"])
+                connection.execute(_PG_RECORD_NEXT, {
+                    "ids": [x["b_id"] for x in moved], "leases": [x["b_lease"] for x in moved],
+                    "nexts": [x["b_next"] for x in moved], "pushed_ats": [x.get("b_pushed") for x in moved],
+                })
+            if blocked:
+                connection.execute(_PG_RECORD_BLOCKED, {"ids": [x["b_id"] for x in blocked]})
 
     def release(self, claims: list[Claim]) -> None:
         """Give back claims never sent (the sweep is stopping): due again at once, nothing counted."""
@@ -452,7 +599,7 @@ class ReminderSweeper:
         the lease, since an unrecorded send is pushed again once the lease runs out."""
         for delay in (*RECORD_RETRY_SECONDS, None):
             try:
-                await asyncio.to_thread(self.record, claim, status, at)
+                await self._records.submit((claim, status, at))
                 return
             except Exception:
                 if delay is None:
@@ -468,13 +615,13 @@ class ReminderSweeper:
             wait = slot - PREPARE_AHEAD - self.pace.wall()
             if wait > 0:
                 await asyncio.sleep(wait)
-            if not await asyncio.to_thread(self._still_claimed, claim):
+            if not await self._checks.submit(claim):
                 report.not_claimed += 1
                 return
             replies = await self.engine.push_replies(learner.id)  # type: ignore[arg-type]
             if not replies:
                 report.nothing_to_ask += 1
-                await asyncio.to_thread(self.record, claim, PushStatus.SKIPPED, self.clock.now())
+                await self._records.submit((claim, PushStatus.SKIPPED, self.clock.now()))
                 return
             wait = slot - self.pace.wall()
             if wait < -1 / self.rates[learner.platform] and self.rates[learner.platform] < 1000:

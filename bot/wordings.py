@@ -23,9 +23,16 @@ def ask(
 
     The open showing of this card, if any, keeps its wording (asking again, a push, "Answer
     now"); otherwise the original at the first meeting, else the variant seen least."""
-    open_ask = _open(session, learner_id, card.id)
-    if open_ask is not None:
-        return variant_of(card, open_ask.variant_id)
+    # Every showing of this card to this learner in one read: the open one, and how often
+    # each wording was seen.
+    shown = session.exec(
+        select(Asked.id, Asked.variant_id, Asked.review_id).where(
+            Asked.learner_id == learner_id, Asked.card_id == card.id
+        )
+    ).all()
+    open_ids = [(row[0], row[1]) for row in shown if row[2] is None]
+    if open_ids:
+        return variant_of(card, max(open_ids)[1])
     answered_before = session.exec(
         select(Review.id).where(
             Review.learner_id == learner_id,
@@ -33,11 +40,7 @@ def ask(
             Review.status != ReviewStatus.UNDONE,
         )
     ).first()
-    seen = Counter(
-        session.exec(
-            select(Asked.variant_id).where(Asked.learner_id == learner_id, Asked.card_id == card.id)
-        ).all()
-    )
+    seen = Counter(row[1] for row in shown)
     variant = choose_variant(card, seen, first_meeting=answered_before is None, rng=rng)
     session.add(
         Asked(

@@ -17,7 +17,7 @@ from bot.db import make_engine
 from bot.engine import QuizEngine
 from bot.models import Learner, PushLog, PushStatus
 from bot.pushtime import local_push_moment, next_push_at
-from bot.reminders import CLAIM_LEASE, ReminderSweeper, SharedPace, TokenBucket
+from bot.reminders import CLAIM_LEASE, Coalescer, ReminderSweeper, SharedPace, TokenBucket
 from bot.replies import Reply
 from bot.transport import PushOutcome
 from grader.selfgrade import SelfGrader
@@ -457,7 +457,7 @@ async def test_crash_after_delivery_before_the_record_pushes_once_more(db, small
     def killed(*_args) -> None:
         raise asyncio.CancelledError  # the process dies as the record starts
 
-    sweeper.record = killed  # type: ignore[method-assign]
+    sweeper.record_many = killed  # type: ignore[method-assign]
     with pytest.raises(asyncio.CancelledError):
         await sweeper.sweep()
     assert transport.users == ["ada"]
@@ -483,7 +483,7 @@ async def test_a_failing_record_is_retried_before_the_lease_runs_out(db, small_d
     await add_learner(engine, "ada")
     sweeper = sweeper_for(engine, transport)
     monkeypatch.setattr("bot.reminders.RECORD_RETRY_SECONDS", (0.0, 0.0, 0.0))
-    real_record, failures = sweeper.record, [2]
+    real_record, failures = sweeper.record_many, [2]
 
     def flaky(*args) -> None:
         if failures[0]:
@@ -491,7 +491,7 @@ async def test_a_failing_record_is_retried_before_the_lease_runs_out(db, small_d
             raise OSError("database unreachable")
         real_record(*args)
 
-    sweeper.record = flaky  # type: ignore[method-assign]
+    sweeper.record_many = flaky  # type: ignore[method-assign]
     report = await sweeper.sweep()
     assert report.sent == 1 and report.errors == 0
     [row] = push_rows(engine)
@@ -590,3 +590,65 @@ async def test_telegram_learners_do_not_wait_behind_discord_pacing(db, small_dec
     await sweeper.sweep()
     assert sorted(log) == ["d0", "d1", "d2", "t0", "t1", "t2"]
     assert log.index("t2") < log.index("d2")  # Telegram's sends never queued behind Discord's pace
+
+
+async def test_a_page_of_pushes_is_checked_and_recorded_in_a_few_statements(db, small_deck) -> None:
+    """The claims of a page that go out together are checked in one read and recorded in one
+    write per kind, not one round trip each (the loop and the database do less per push)."""
+    import sqlalchemy as sa
+
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    for i in range(20):
+        await add_learner(engine, f"u{i}")
+    statements: list[str] = []
+
+    def seen(_conn, _cursor, statement: str, *_args) -> None:
+        statements.append(" ".join(statement.split()).lower())
+
+    transport = RecordingTransport(blocked={"u3"}, fail={"u4"})
+    sweeper = sweeper_for(engine, transport)
+    sa.event.listen(db, "before_cursor_execute", seen)
+    try:
+        report = await sweeper.sweep()
+    finally:
+        sa.event.remove(db, "before_cursor_execute", seen)
+    assert (report.sent, report.blocked, report.failed) == (18, 1, 1)
+    records = [s for s in statements if s.startswith("update pushlog set status")]
+    checks = [s for s in statements if s.startswith("select learner.id, learner.next_push_at")]
+    assert 1 <= len(records) < 10 and 1 <= len(checks) < 10  # 20 of each before
+    rows = push_rows(engine)
+    assert sorted(PushStatus(row.status).value for row in rows) == ["blocked", "failed"] + ["sent"] * 18
+    clock.advance(hours=1)
+    await sweeper.sweep()
+    assert sorted(transport.users) == sorted(f"u{i}" for i in range(20) if i not in (3, 4))
+
+
+async def test_coalescer_runs_alone_when_idle_and_together_when_busy() -> None:
+    calls: list[list[int]] = []
+    release = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def work(items: list[int]) -> list[int]:
+        calls.append(items)
+        if len(calls) == 1:
+            asyncio.run_coroutine_threadsafe(release.wait(), loop).result()
+        if 13 in items:
+            raise OSError("database unreachable")
+        return [item * 2 for item in items]
+
+    coalescer = Coalescer(work)
+    first = asyncio.create_task(coalescer.submit(1))
+    while not calls:
+        await asyncio.sleep(0.001)
+    later = [asyncio.create_task(coalescer.submit(n)) for n in (2, 3, 4)]
+    await asyncio.sleep(0.01)
+    release.set()
+    assert await first == 2  # alone, at once
+    assert [await task for task in later] == [4, 6, 8]
+    assert calls == [[1], [2, 3, 4]]  # the ones that piled up went together
+    failing = [asyncio.create_task(coalescer.submit(n)) for n in (12, 13)]
+    for task in failing:
+        with pytest.raises(OSError):
+            await task  # each caller sees the batch's error
+    assert await coalescer.submit(5) == 10 and coalescer.draining is None

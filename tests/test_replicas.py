@@ -87,6 +87,65 @@ async def test_two_replicas_never_hold_one_learner_at_once(db) -> None:
     two.dispose()
 
 
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+async def test_work_run_under_a_learner_lock_waits_for_another_replica(db) -> None:
+    """``LearnerLocks.run`` (lock, work, unlock in one worker-thread call) excludes the same
+    learner as ``locks[id]`` of another replica, and runs at once for another learner."""
+    one, two = LearnerLocks(db), LearnerLocks(db)
+    inside, release = asyncio.Event(), asyncio.Event()
+    order = []
+
+    async def first() -> None:
+        async with one[42]:
+            order.append("one in")
+            inside.set()
+            await release.wait()
+            order.append("one out")
+
+    task = asyncio.create_task(first())
+    await inside.wait()
+    assert await two.run(43, lambda: "other") == "other"  # another learner is not held up
+    waiting = asyncio.create_task(two.run(42, order.append, "two ran"))
+    await asyncio.sleep(0.2)
+    assert order == ["one in"]  # replica two waits for the advisory lock
+    release.set()
+    await asyncio.gather(task, waiting)
+    assert order == ["one in", "one out", "two ran"]
+    async with one[42]:  # and gave it back
+        order.append("one again")
+    with pytest.raises(ZeroDivisionError):
+        await two.run(42, lambda: 1 / 0)
+    async with one[42]:  # given back after an error too
+        order.append("one after the error")
+    assert order[-2:] == ["one again", "one after the error"]
+    one.dispose()
+    two.dispose()
+
+
+async def test_a_push_chooses_and_opens_its_trap_in_one_transaction(db, small_deck, clock: FixedClock) -> None:
+    """The push's database work (trap chosen, card opened, follow-ups closed, wording recorded)
+    commits once, where it took four sessions and four commits before."""
+    import sqlalchemy as sa
+
+    engine = QuizEngine(db, small_deck, SelfGrader(), clock)
+    learner = engine.learner("telegram", "ada", chat_id="ada")
+    commits = []
+
+    def committed(connection) -> None:
+        commits.append(connection)
+
+    sa.event.listen(db, "commit", committed)
+    try:
+        replies = await engine.push_replies(learner.id)  # type: ignore[arg-type]
+    finally:
+        sa.event.remove(db, "commit", committed)
+    assert replies[-1].card_id == "rl-91" and len(commits) == 1
+    opened = engine.get_learner(learner.id)  # type: ignore[arg-type]
+    assert opened is not None and opened.current_card_id == "rl-91" and opened.current_asked_at == clock.now()
+    again = await engine.push_replies(learner.id)  # type: ignore[arg-type]
+    assert again[-1].card_id == "rl-91" and again[-1].wording == replies[-1].wording  # the open showing keeps its wording
+
 class Platform:
     def __init__(self, platform: str):
         self.platform = platform
@@ -180,5 +239,7 @@ async def test_serve_does_not_wait_for_recovery(tmp_path, small_deck, monkeypatc
     serving = asyncio.create_task(bot.app.serve(Settings(database_url=url, trapbot_plots=False), stop))
     await asyncio.wait_for(sweeping.wait(), 30)
     await asyncio.wait_for(judge.started.wait(), 30)  # the recovery is grading, in the background
+    assert gc.get_freeze_count() > 0  # start-up's objects are out of the collector's reach
     stop.set()
     await asyncio.wait_for(serving, 30)
+    gc.unfreeze()
