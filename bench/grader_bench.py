@@ -14,6 +14,7 @@ few cards an expert-sounding answer whose key claims are negated.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import statistics
@@ -68,8 +69,7 @@ def main() -> int:
         examples = examples[: args.answers]
     judge = OfflineJudge()
     started = time.perf_counter()
-    for card in deck:
-        judge.index(card)
+    asyncio.run(judge.warm(deck))  # as `trapbot run` does: the model, each card's index and exemplars
     warm_seconds = time.perf_counter() - started
     for example in examples[:5]:  # first calls pay for lazy torch set-up
         judge.judge(deck.get(example.card_id), example.answer)
@@ -91,7 +91,7 @@ def main() -> int:
     ]
     figures = {
         "answers_timed": len(latencies),
-        "load_and_index_seconds": round(warm_seconds, 2),
+        "warm_up_seconds": round(warm_seconds, 2),
         "latency_ms_median": round(statistics.median(latencies), 1),
         "latency_ms_p90": round(latencies[int(0.9 * (len(latencies) - 1))], 1),
         "latency_ms_max": round(latencies[-1], 1),

@@ -1413,12 +1413,20 @@ def decide_learnt(
     # agreement on the training rows (QWK 0.801 -> 0.813 together): a misconception whose
     # nearest sentence says it negated, with none of its phrasings said outright, is rejected,
     # not asserted ("a climbing reward does not mean the model is better"); a partial credit
-    # whose closest match says the opposite is no credit. (Taking back a present credit the
-    # same way lowered it, to 0.785.)
-    opposed, point_said = (ALL_POINT_FEATURES.index(name) for name in ("nearest_opposed", "said"))
+    # whose closest match says the opposite is no credit, and no credit survives an accepted
+    # phrasing said under a negation when none is said outright (a third rule, neutral there:
+    # 0.813). Taking back every present credit whose closest match says the opposite lowered
+    # it to 0.787, so that one is not applied.
+    opposed, point_said, point_denied = (
+        ALL_POINT_FEATURES.index(name) for name in ("nearest_opposed", "said", "denied")
+    )
     points = tuple(
         PointJudgement(p.point_id, PointVerdict.ABSENT, "")
-        if p.verdict is PointVerdict.PARTIAL and point_x[k, opposed] and not point_x[k, point_said]
+        if not point_x[k, point_said]
+        and (
+            (p.verdict is PointVerdict.PARTIAL and point_x[k, opposed])
+            or (p.verdict is not PointVerdict.ABSENT and point_x[k, point_denied])
+        )
         else p
         for k, p in enumerate(learnt.points)
     )

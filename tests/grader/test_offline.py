@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from cards.deck import default_deck
 from grader.base import PointVerdict
 from grader.offline import (
     OfflineJudge,
@@ -217,3 +218,18 @@ def test_injection_patterns_leave_ordinary_rl_answers_alone():
         "as a fallback."
     )
     assert injection_matches(ordinary) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known weakness of the learnt reading: an answer that negates every key claim in the "
+    "card's own words sits next to correct labelled answers (embeddings hear no 'not'); on "
+    "bench/grader_bench.py's five such answers it averages 2.6 where the rules give 1.8",
+)
+async def test_an_answer_negating_the_whole_mechanism_does_not_pass(offline_judge):
+    card = default_deck().get("rl-16")
+    negated = (
+        "The Monte Carlo target is not the observed return; it reads the value network. The TD "
+        "target does not read the value network, so a wrong value cannot leak into it."
+    )
+    assert (await grade(offline_judge, card, negated)).quality < 3
