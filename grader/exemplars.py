@@ -16,7 +16,9 @@ The held-out split of the calibration set is never an exemplar.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -187,19 +189,90 @@ def votes(
     return both[:n_points], both[n_points:]
 
 
+#: Every card's exemplars embedded ahead (``python -m grader.exemplars``), so a start does not
+#: spend minutes of CPU on them; a card whose key or answers changed is embedded on first use.
+VECTORS_PATH = Path(__file__).resolve().parent / "models" / "exemplars.npz"
 _CACHE: dict[tuple[str, str], Exemplars] = {}
 _CACHE_LOCK = threading.Lock()
+_STORED: dict[str, np.ndarray] | None = None
+
+
+def fingerprint(card: Card, version: str, answers: Sequence[LabelledAnswer]) -> str:
+    """What the stored vectors of a card depend on: its version and its labelled answers."""
+    material = json.dumps([card.id, version, [(a.id, a.answer) for a in answers]], ensure_ascii=False)
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+def _stored() -> dict[str, np.ndarray]:
+    global _STORED
+    if _STORED is None:
+        try:
+            with np.load(VECTORS_PATH, allow_pickle=False) as data:
+                _STORED = {name: data[name] for name in data.files}
+        except (OSError, ValueError):
+            _STORED = {}
+    return _STORED
+
+
+def _from_store(card: Card, key: str, answers: Sequence[LabelledAnswer]) -> Exemplars | None:
+    stored = _stored()
+    if str(stored.get(f"{card.id}/key", "")) != key:
+        return None
+    by_id = {a.id: a for a in answers}
+    return Exemplars(
+        answers=tuple(by_id[i] for i in stored[f"{card.id}/ids"].tolist()),
+        answer_vectors=stored[f"{card.id}/answers"].astype(np.float32),
+        unit_vectors=stored[f"{card.id}/units"].astype(np.float32),
+        unit_owner=stored[f"{card.id}/owner"].astype(int),
+    )
 
 
 def card_exemplars(
     card: Card, version: str, answer_vector: Callable[[str], tuple[np.ndarray | None, list[np.ndarray]]]
 ) -> Exemplars:
-    """The card's exemplars, embedded once per card version in this process."""
-    key = (card.id, version)
+    """The card's exemplars: stored when they fit the card, else embedded once per card version
+    in this process."""
+    cache_key = (card.id, version)
     with _CACHE_LOCK:
-        found = _CACHE.get(key)
+        found = _CACHE.get(cache_key)
     if found is None:
-        found = build_exemplars(labelled_answers(card), answer_vector)
+        answers = labelled_answers(card)
+        found = _from_store(card, fingerprint(card, version, answers), answers)
+        if found is None:
+            found = build_exemplars(answers, answer_vector)
         with _CACHE_LOCK:
-            _CACHE[key] = found
+            _CACHE[cache_key] = found
     return found
+
+
+def store(cards: Sequence[Card], path: Path = VECTORS_PATH) -> None:
+    """Embed every card's exemplars and write them to ``path`` (a line per card)."""
+    from grader.offline import OfflineJudge
+
+    judge = OfflineJudge(model=None)
+    arrays: dict[str, np.ndarray] = {}
+    for number, card in enumerate(cards, 1):
+        index = judge.index(card)
+        answers = labelled_answers(card)
+        built = build_exemplars(answers, lambda text, card=card, index=index: _vectors(judge, card, index, text))
+        arrays[f"{card.id}/key"] = np.asarray(fingerprint(card, index.version, answers))
+        arrays[f"{card.id}/ids"] = np.asarray([a.id for a in built.answers])
+        arrays[f"{card.id}/answers"] = built.answer_vectors.astype(np.float16)
+        arrays[f"{card.id}/units"] = built.unit_vectors.astype(np.float16)
+        arrays[f"{card.id}/owner"] = built.unit_owner.astype(np.int32)
+        print(f"  [{number}/{len(cards)}] {card.id}: {len(built.answers)} answers", file=sys.stderr, flush=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **arrays)
+
+
+def _vectors(judge: Any, card: Card, index: Any, text: str) -> tuple[np.ndarray | None, list[np.ndarray]]:
+    from grader.offline import exemplar_vectors
+
+    return exemplar_vectors(card, index, text)
+
+
+if __name__ == "__main__":
+    from cards.deck import default_deck
+
+    store(list(default_deck()))
+    print(f"wrote {VECTORS_PATH}")

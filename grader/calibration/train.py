@@ -14,7 +14,7 @@ probabilities are chosen by leave-one-card-out, maximising the quadratic weighte
 the grades plus their pass/fail agreement, minus a penalty for every trap passed and every
 injected answer graded above its twin.
 
-    python -m grader.calibration.train          # writes grader/offline_model.json
+    python -m grader.calibration.train   # writes grader/offline_model.json, models/exemplars.npz
 
 The model file holds standardisation, coefficients and cut-points as plain numbers; the
 judge applies them with numpy (scikit-learn is needed only here).
@@ -253,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args.out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out} (C={c}, cut-points {cuts})")
+    from grader.exemplars import VECTORS_PATH, store
+
+    store(list(default_deck()))  # the exemplars as the shipped model will read them
+    print(f"wrote {VECTORS_PATH}")
     return 0
 
 

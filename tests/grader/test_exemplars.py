@@ -151,3 +151,36 @@ def test_the_shipped_model_reads_features_the_judge_computes():
     assert set(model.data["misconception_features"]) <= set(ALL_MISCONCEPTION_FEATURES)
     assert len(model.data["point"]["mean"]) == len(model.point_columns)
     assert model.uses_exemplars
+
+
+def test_the_stored_vectors_fit_every_card_so_a_start_embeds_none():
+    """`python -m grader.exemplars` after any change to a card or to the training set."""
+    from grader.exemplars import _from_store, fingerprint
+
+    for card in default_deck():
+        answers = labelled_answers(card)
+        stored = _from_store(card, fingerprint(card, card.version, answers), answers)
+        assert stored is not None, f"{card.id}: stored exemplar vectors are stale"
+        assert len(stored.answer_vectors) == len(stored.answers) >= 17
+        assert len(stored.unit_vectors) == len(stored.unit_owner)
+
+
+def test_stored_vectors_are_not_used_for_a_changed_card():
+    from grader.exemplars import _from_store, fingerprint
+
+    card = default_deck().get("rl-08")
+    changed = card.model_copy(update={"version": "something-else"})
+    answers = labelled_answers(changed)
+    assert _from_store(changed, fingerprint(changed, changed.version, answers), answers) is None
+
+
+async def test_stored_vectors_match_a_fresh_embedding(offline_judge, rl08):
+    from grader.exemplars import build_exemplars, card_exemplars
+    from grader.offline import exemplar_vectors
+
+    index = offline_judge.index(rl08)
+    stored = card_exemplars(rl08, index.version, lambda text: pytest.fail("embedded a stored card"))
+    fresh = build_exemplars(labelled_answers(rl08), lambda text: exemplar_vectors(rl08, index, text))
+    assert [a.id for a in stored.answers] == [a.id for a in fresh.answers]
+    assert np.allclose(stored.answer_vectors, fresh.answer_vectors, atol=2e-3)
+    assert np.allclose(stored.unit_vectors, fresh.unit_vectors, atol=2e-3)
