@@ -16,6 +16,7 @@ The held-out split of the calibration set is never an exemplar.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sys
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from cards.schema import Card
+from grader.calibration.eval import is_tuning_card
 
 TRAINING_SET = Path(__file__).resolve().parent / "calibration" / "training.jsonl"
 CALIBRATION_SET = Path(__file__).resolve().parent / "calibration" / "answers.jsonl"
@@ -73,10 +75,13 @@ class Exemplars:
         )
 
 
-def _is_tuning_card(card_id: str) -> bool:
-    from grader.calibration.eval import is_tuning_card
-
-    return is_tuning_card(card_id)
+@functools.cache
+def _rows(path: Path) -> tuple[dict[str, Any], ...]:
+    """A labelled set's lines, read once per process (not once per card)."""
+    if not path.exists():
+        return ()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return tuple(json.loads(line) for line in lines if line.strip())
 
 
 def labelled_answers(card: Card, paths: Sequence[Path] = (TRAINING_SET, CALIBRATION_SET)) -> list[LabelledAnswer]:
@@ -86,15 +91,10 @@ def labelled_answers(card: Card, paths: Sequence[Path] = (TRAINING_SET, CALIBRAT
     misc_ids = [m.id for m in card.misconceptions]
     found = []
     for path in paths:
-        if not path.exists():
+        if path == CALIBRATION_SET and not is_tuning_card(card.id):
             continue
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            row: dict[str, Any] = json.loads(line)
+        for row in _rows(path):
             if row.get("card_id") != card.id:
-                continue
-            if path == CALIBRATION_SET and not _is_tuning_card(card.id):
                 continue
             labels = row.get("points") or {}
             if set(labels) != set(point_ids) or set(row.get("misconceptions", ())) - set(misc_ids):
@@ -247,14 +247,16 @@ def card_exemplars(
 
 def store(cards: Sequence[Card], path: Path = VECTORS_PATH) -> None:
     """Embed every card's exemplars and write them to ``path`` (a line per card)."""
-    from grader.offline import OfflineJudge
+    from grader.offline import OfflineJudge, exemplar_vectors
 
     judge = OfflineJudge(model=None)
     arrays: dict[str, np.ndarray] = {}
     for number, card in enumerate(cards, 1):
         index = judge.index(card)
         answers = labelled_answers(card)
-        built = build_exemplars(answers, lambda text, card=card, index=index: _vectors(judge, card, index, text))
+        built = build_exemplars(
+            answers, lambda text, card=card, index=index: exemplar_vectors(card, index, text)
+        )
         arrays[f"{card.id}/key"] = np.asarray(fingerprint(card, index.version, answers))
         arrays[f"{card.id}/ids"] = np.asarray([a.id for a in built.answers])
         arrays[f"{card.id}/answers"] = built.answer_vectors.astype(np.float16)
@@ -263,12 +265,6 @@ def store(cards: Sequence[Card], path: Path = VECTORS_PATH) -> None:
         print(f"  [{number}/{len(cards)}] {card.id}: {len(built.answers)} answers", file=sys.stderr, flush=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(path, **arrays)
-
-
-def _vectors(judge: Any, card: Card, index: Any, text: str) -> tuple[np.ndarray | None, list[np.ndarray]]:
-    from grader.offline import exemplar_vectors
-
-    return exemplar_vectors(card, index, text)
 
 
 if __name__ == "__main__":

@@ -1096,8 +1096,10 @@ def features(
             if phrasing_columns.any() and answer_vector is not None
             else 0.0
         )
+        support_any = _masked_max(column, ev.listed)
+        opposed_any = _masked_max(ev.opposed[:, k], ev.usable) if n_units else -1.0
         points[k] = (
-            _masked_max(column, ev.listed),
+            support_any,
             _masked_max(column, ev.usable),
             _masked_max(column, focused),
             _masked_max(raw[:, k], ev.listed) if n_units else -1.0,
@@ -1108,12 +1110,8 @@ def features(
             trap_lean,
             analysis.stance,
             asserts_any,
-            _masked_max(ev.opposed[:, k], ev.usable) if n_units else -1.0,
-            float(
-                n_units > 0
-                and _masked_max(ev.opposed[:, k], ev.usable)
-                >= _masked_max(ev.support[:, k], ev.listed) + params.contradiction_margin
-            ),
+            opposed_any,
+            float(n_units > 0 and opposed_any >= support_any + params.contradiction_margin),
         )
     key_cover = float(points[:, 0].mean()) if n_points else 0.0
     misconceptions = np.zeros((n_misc, len(MISCONCEPTION_FEATURES)))
@@ -1143,18 +1141,23 @@ def _rejection_features(card: Card, analysis: Analysis, ev: Evidence, m: int) ->
     return float(negated), float(bool(_REJECTION.search(unit.span.text)))
 
 
+def claim_vectors(analysis: Analysis, usable: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """The vectors of the ``usable`` units (claims, not instructions to the grader) and their
+    normalised mean, None when there are none: how an answer meets the exemplars."""
+    vectors = analysis.vectors if analysis.vectors is not None else np.zeros((0, 384))
+    unit_vectors = vectors[usable] if len(vectors) else vectors
+    if not len(unit_vectors):
+        return None, unit_vectors
+    mean = unit_vectors.mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    return (mean / norm if norm else None), unit_vectors
+
+
 def answer_votes(
     analysis: Analysis, usable: np.ndarray, exemplars: Exemplars | None, n_points: int, n_misc: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The exemplars' votes (``grader.exemplars``) for this answer, from its claim units that
-    are not instructions to the grader."""
-    vectors = analysis.vectors if analysis.vectors is not None else np.zeros((0, 384))
-    unit_vectors = vectors[usable] if len(vectors) else vectors
-    whole = None
-    if len(unit_vectors):
-        mean = unit_vectors.mean(axis=0)
-        norm = float(np.linalg.norm(mean))
-        whole = mean / norm if norm else None
+    """The exemplars' votes (``grader.exemplars``) for this answer."""
+    whole, unit_vectors = claim_vectors(analysis, usable)
     return votes(exemplars, whole, unit_vectors, n_points, n_misc)
 
 
@@ -1163,14 +1166,8 @@ def exemplar_vectors(
 ) -> tuple[np.ndarray | None, list[np.ndarray]]:
     """An exemplar read as the judge reads an answer: its vector and its claim units' vectors."""
     analysis = analysis or analyse(card, index, answer)
-    ev = evidence(card, index, analysis, OfflineParams())
-    vectors = analysis.vectors if analysis.vectors is not None else np.zeros((0, 384))
-    usable = vectors[ev.usable] if len(vectors) else vectors
-    if not len(usable):
-        return None, []
-    mean = usable.mean(axis=0)
-    norm = float(np.linalg.norm(mean))
-    return (mean / norm if norm else None), list(usable)
+    whole, unit_vectors = claim_vectors(analysis, evidence(card, index, analysis, OfflineParams()).usable)
+    return (whole, list(unit_vectors)) if whole is not None else (None, [])
 
 
 def decide(card: Card, index: CardIndex, analysis: Analysis, params: OfflineParams) -> Judgement:
@@ -1307,8 +1304,8 @@ class PointModel:
 
     @property
     def uses_exemplars(self) -> bool:
-        return any(name.startswith(("knn_", "misc_knn_")) for name in
-                   [*self.data.get("point_features", ()), *self.data.get("misconception_features", ())])
+        names = [*self.data.get("point_features", ()), *self.data.get("misconception_features", ())]
+        return any(name.startswith(("knn_", "misc_knn_")) for name in names)
 
     @classmethod
     def load(cls, path: Path | None = None) -> PointModel | None:
@@ -1562,8 +1559,8 @@ class OfflineJudge:
             return decide_learnt(card, index, analysis, self.params, self.model, exemplars)
         return decide(card, index, analysis, self.params)
 
-    async def judge_async(self, card: Card, answer: str) -> Judgement:
-        return await asyncio.to_thread(self.judge, card, answer)
+    async def judge_async(self, card: Card, answer: str, *, rules: bool = False) -> Judgement:
+        return await asyncio.to_thread(self.judge, card, answer, rules=rules)
 
     async def assess(self, card: Card, answer: str, *, interactive: bool) -> Assessment:
         judgement = await self.judge_async(card, answer)
@@ -1573,6 +1570,6 @@ class OfflineJudge:
     async def assess_followup(self, card: Card, answer: str) -> Assessment:
         """An answer to one key point's probe (``card`` carries the probe as its question),
         read by the rules (see ``judge``)."""
-        judgement = await asyncio.to_thread(self.judge, card, answer, rules=True)
+        judgement = await self.judge_async(card, answer, rules=True)
         grade = grade_from_judgement(card, judgement, answer)
         return Assessment(grader=self.name, grade=grade, needs_confirmation=False)

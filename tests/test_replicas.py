@@ -53,6 +53,17 @@ async def test_unused_learner_locks_are_freed(db) -> None:
     locks.dispose()
 
 
+async def hold(
+    locks: LearnerLocks, learner: int, inside: asyncio.Event, release: asyncio.Event, order: list
+) -> None:
+    """Hold ``learner``'s lock from ``inside`` until ``release``, noting both in ``order``."""
+    async with locks[learner]:
+        order.append("one in")
+        inside.set()
+        await release.wait()
+        order.append("one out")
+
+
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
 async def test_two_replicas_never_hold_one_learner_at_once(db) -> None:
     """Two engines stand for two processes: their in-process locks are separate, so only the
@@ -62,12 +73,6 @@ async def test_two_replicas_never_hold_one_learner_at_once(db) -> None:
     release = asyncio.Event()
     order = []
 
-    async def first() -> None:
-        async with one[42]:
-            order.append("one in")
-            inside.set()
-            await release.wait()
-            order.append("one out")
 
     async def second() -> None:
         await inside.wait()
@@ -76,7 +81,8 @@ async def test_two_replicas_never_hold_one_learner_at_once(db) -> None:
         async with two[43]:  # another learner is not held up
             order.append("two other")
 
-    task_one, task_two = asyncio.create_task(first()), asyncio.create_task(second())
+    task_one = asyncio.create_task(hold(one, 42, inside, release, order))
+    task_two = asyncio.create_task(second())
     await inside.wait()
     await asyncio.sleep(0.2)
     assert order == ["one in"]  # replica two waits
@@ -96,14 +102,8 @@ async def test_work_run_under_a_learner_lock_waits_for_another_replica(db) -> No
     inside, release = asyncio.Event(), asyncio.Event()
     order = []
 
-    async def first() -> None:
-        async with one[42]:
-            order.append("one in")
-            inside.set()
-            await release.wait()
-            order.append("one out")
 
-    task = asyncio.create_task(first())
+    task = asyncio.create_task(hold(one, 42, inside, release, order))
     await inside.wait()
     assert await two.run(43, lambda: "other") == "other"  # another learner is not held up
     waiting = asyncio.create_task(two.run(42, order.append, "two ran"))

@@ -128,11 +128,8 @@ def test_the_learnt_reading_is_fitted_on_no_held_out_answer():
     assert {r["card_id"] for r in rows if r["author"] in {"writer-1", "writer-2", "writer-3"}} <= {
         card_id for card_id in (r["card_id"] for r in rows) if is_tuning_card(card_id)
     }
-    held_out = {
-        json.loads(line)["id"]
-        for line in DEFAULT_SET.read_text(encoding="utf-8").splitlines()
-        if not is_tuning_card(json.loads(line)["card_id"])
-    }
+    calibration = [json.loads(line) for line in DEFAULT_SET.read_text(encoding="utf-8").splitlines()]
+    held_out = {row["id"] for row in calibration if not is_tuning_card(row["card_id"])}
     assert held_out and not held_out & {r["id"] for r in rows}
 
 
