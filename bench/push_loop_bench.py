@@ -6,7 +6,8 @@ A probe task sleeps 10 ms at a time and records how late it wakes; meanwhile one
 pushes due learners through the real engine (the trap chosen and stored for each push) to
 no-op Telegram and Discord platforms whose sends take ``--delay`` seconds. Reported: the
 share of the window the loop was blocked (the sum of wake-up delays), the longest single
-delay, and the same probe on an idle loop for comparison (timer granularity); the loop's own
+delay, and the same probe on an idle loop for comparison (timer granularity); the same share
+seen by events arriving from outside (``arrival_probe``, as a Telegram update arrives); the loop's own
 busy time (every callback timed), which leaves out waits for a CPU or the GIL; and the time
 from each send's answer to its record's commit (the window in which a crash repeats a push).
 """
@@ -18,6 +19,7 @@ import asyncio
 import os
 import statistics
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +46,7 @@ class CallbackTimer:
 
     def __init__(self) -> None:
         self.durations: list[float] = []
+        self.slow: list[tuple[float, str]] = []  # callbacks over 10 ms: what held the loop
         self.original = asyncio.events.Handle._run
         timer = self
 
@@ -52,7 +55,10 @@ class CallbackTimer:
             try:
                 timer.original(handle)
             finally:
-                timer.durations.append(time.perf_counter() - began)
+                took = time.perf_counter() - began
+                timer.durations.append(took)
+                if took > 0.010:
+                    timer.slow.append((took, repr(handle)[:160]))
 
         self.timed = timed
 
@@ -62,6 +68,26 @@ class CallbackTimer:
 
     def __exit__(self, *exc: object) -> None:
         asyncio.events.Handle._run = self.original  # type: ignore[method-assign]
+
+
+def arrival_probe(loop: asyncio.AbstractEventLoop, stop: threading.Event, lags: list[float]) -> None:
+    """An event arriving from outside every 10 ms, as a Telegram update does: a thread wakes
+    at each moment and hands the loop a callback; the lag is from that moment to the callback
+    running. Unlike the sleeping probe it carries no timer rounding (epoll waits in whole
+    milliseconds, so a 10 ms sleep wakes up to 1 ms late on an idle loop), but it does count
+    the thread's own wake-up and any wait for the GIL a worker thread holds."""
+    handled = threading.Event()
+
+    def arrived(moment: float) -> None:
+        lags.append(time.perf_counter() - moment)
+        handled.set()
+
+    while not stop.is_set():
+        moment = time.perf_counter() + TICK
+        time.sleep(TICK)
+        handled.clear()
+        loop.call_soon_threadsafe(arrived, moment)
+        handled.wait()
 
 
 async def probe(stop: asyncio.Event, lags: list[float]) -> None:
@@ -88,10 +114,15 @@ def summary(name: str, lags: list[float], seconds: float, extra: str = "") -> No
 async def main(learners: int, seconds: float, rate: float, discord_rate: float, delay: float) -> None:
     stop, lags = asyncio.Event(), []
     task = asyncio.create_task(probe(stop, lags))
+    arrivals, arrival_lags = threading.Event(), []
+    arrival = asyncio.create_task(asyncio.to_thread(arrival_probe, asyncio.get_running_loop(), arrivals, arrival_lags))
     await asyncio.sleep(10)
     stop.set()
+    arrivals.set()
     await task
+    await arrival
     summary("idle loop", lags, 10, f"; load average {os.getloadavg()[0]:.2f}")
+    summary("idle loop, arrival probe", arrival_lags, 10)
     with pg_schema() as url:
         load_learners(url, learners, MOMENT, moment=MOMENT, moment_count=learners, platforms=("telegram", "discord"))
         engine = QuizEngine(make_engine(url), default_deck(), SelfGrader(), FixedClock(MOMENT))
@@ -110,18 +141,25 @@ async def main(learners: int, seconds: float, rate: float, discord_rate: float, 
         freeze_heap()  # as ``trapbot run`` does once it has started
         stop, lags = asyncio.Event(), []
         task = asyncio.create_task(probe(stop, lags))
+        arrivals, arrival_lags = threading.Event(), []
+        arrival = asyncio.create_task(asyncio.to_thread(arrival_probe, asyncio.get_running_loop(), arrivals, arrival_lags))
         started, cpu, machine = time.perf_counter(), time.process_time(), machine_cpu()
         with CallbackTimer() as callbacks:
             report = await sweeper.sweep()
         elapsed = time.perf_counter() - started
         cpu, machine = time.process_time() - cpu, [after - before for before, after in zip(machine, machine_cpu(), strict=True)]
         stop.set()
+        arrivals.set()
         await task
+        await arrival
         summary(f"busy sweep at {rate:g}/s Telegram + {discord_rate:g}/s Discord, sends of {delay * 1000:.0f} ms", lags, elapsed,
                 f"; pushed {report.sent:,} ({report.sent / elapsed:.1f}/s), errors {report.errors}")
+        summary("the same sweep, arrival probe", arrival_lags, elapsed)
         busy = sorted(callbacks.durations)
         print(f"loop's own callbacks during the sweep: {sum(busy) / elapsed:.1%} of the time, longest {busy[-1] * 1000:.1f} ms, "
               f"p99.9 {busy[int(len(busy) * 0.999)] * 1000:.2f} ms ({len(busy):,} callbacks)", flush=True)
+        for took, what in sorted(callbacks.slow, reverse=True)[:3]:
+            print(f"  a callback of {took * 1000:.1f} ms: {what}", flush=True)
         print(f"this process's CPU (loop and worker threads): {cpu / max(report.sent, 1) * 1000:.1f} ms a push, "
               f"{cpu / elapsed:.0%} of one core; the machine's CPUs busy {machine[0] / max(machine[1], 1):.0%}; "
               f"load average {os.getloadavg()[0]:.2f}", flush=True)

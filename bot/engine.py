@@ -218,10 +218,11 @@ class QuizEngine:
         async with self._locks[learner_id]:
             return self._next_trap(learner_id, extra_new=extra_new)
 
-    def _next_trap(self, learner_id: int, *, extra_new: bool) -> list[Reply]:
+    def _next_trap(self, learner_id: int, *, extra_new: bool, bind: sa.Connection | None = None) -> list[Reply]:
         # One session and one commit for the whole choice (the trap, the learner's open card,
-        # closed follow-ups, the wording shown): a push is one transaction, not four.
-        with Session(self.db, expire_on_commit=False) as session:
+        # closed follow-ups, the wording shown): a push is one transaction, not four. Given
+        # ``bind`` (a push holding the learner's lock in its transaction) the session joins it.
+        with Session(bind or self.db, expire_on_commit=False) as session:
             learner = session.get(Learner, learner_id)
             if learner is None:
                 raise InvalidAction("unknown learner; send /start")
@@ -898,7 +899,9 @@ class QuizEngine:
         there is nothing to ask."""
         # The sweep's path: the lock, the database work and the unlock run in one worker-thread
         # call, off the event loop.
-        replies = await self._locks.run(learner_id, self._next_trap, learner_id, extra_new=False)
+        replies = await self._locks.run(
+            learner_id, lambda bind: self._next_trap(learner_id, extra_new=False, bind=bind)
+        )
         question = replies[-1]
         if question.kind not in (ReplyKind.QUESTION, ReplyKind.CONFIRM):
             return []

@@ -22,6 +22,8 @@ import sqlalchemy as sa
 ADVISORY_NAMESPACE = 0x746C
 _TRY = sa.text("SELECT pg_try_advisory_lock(:ns, :id)")
 _UNLOCK = sa.text("SELECT pg_advisory_unlock(:ns, :id)")
+#: The same lock held by a transaction: its commit or rollback gives it back.
+_TRY_IN_TRANSACTION = sa.text("SELECT pg_try_advisory_xact_lock(:ns, :id)")
 T = TypeVar("T")
 
 
@@ -29,7 +31,9 @@ class LearnerLocks:
     def __init__(self, db: sa.Engine | None = None, *, max_connections: int = 50):
         self._local: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
         self._db = None
+        self._work_db = None
         if db is not None and db.dialect.name == "postgresql":
+            self._work_db = db
             # A pool of its own: a lock holds its connection for as long as a grading takes.
             self._db = sa.create_engine(db.url, pool_size=2, max_overflow=max_connections - 2, pool_pre_ping=True)
 
@@ -51,14 +55,16 @@ class LearnerLocks:
         return lock
 
     async def run(self, learner_id: int, work: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """``work(*args, **kwargs)`` in a worker thread, holding the learner's lock (the same
-        lock as ``self[learner_id]``). On PostgreSQL the advisory lock is tried, the work done
-        and the lock given back in one thread call, one hop instead of four; a lock held
-        elsewhere is tried again with back-off, as ``self[learner_id]`` does."""
+        """``work(bind, *args, **kwargs)`` in a worker thread, holding the learner's lock (the
+        same lock as ``self[learner_id]``). On PostgreSQL ``bind`` is a connection whose
+        transaction holds the learner's advisory lock: a session bound to it joins that
+        transaction, which commits when ``work`` returns (rolls back if it raises) and so gives
+        the lock back, one transaction and one thread hop in all. A lock held elsewhere is tried
+        again with back-off, as ``self[learner_id]`` does. Elsewhere ``bind`` is None."""
         lock = self._lock(learner_id)  # a strong reference while this call lives
         async with lock:
-            if self._db is None:
-                return await asyncio.to_thread(work, *args, **kwargs)
+            if self._work_db is None:
+                return await asyncio.to_thread(work, None, *args, **kwargs)
             delay = 0.005
             while True:
                 taken, result = await asyncio.to_thread(self._try_run, learner_id, work, args, kwargs)
@@ -68,21 +74,11 @@ class LearnerLocks:
                 delay = min(delay * 2, 0.2)
 
     def _try_run(self, learner_id: int, work: Callable[..., T], args: tuple, kwargs: dict) -> tuple[bool, T | None]:
-        assert self._db is not None
-        with self._db.connect() as connection:
-            taken = connection.execute(_TRY, {"ns": ADVISORY_NAMESPACE, "id": learner_id}).scalar()
-            connection.commit()
-            if not taken:
+        assert self._work_db is not None
+        with self._work_db.connect() as connection, connection.begin():
+            if not connection.execute(_TRY_IN_TRANSACTION, {"ns": ADVISORY_NAMESPACE, "id": learner_id}).scalar():
                 return False, None
-            try:
-                return True, work(*args, **kwargs)
-            finally:
-                try:
-                    connection.execute(_UNLOCK, {"ns": ADVISORY_NAMESPACE, "id": learner_id})
-                    connection.commit()
-                except BaseException:
-                    connection.invalidate()  # closing the session releases its advisory locks
-                    raise
+            return True, work(connection, *args, **kwargs)
 
     def dispose(self) -> None:
         if self._db is not None:

@@ -96,8 +96,9 @@ async def test_two_replicas_never_hold_one_learner_at_once(db) -> None:
 
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
 async def test_work_run_under_a_learner_lock_waits_for_another_replica(db) -> None:
-    """``LearnerLocks.run`` (lock, work, unlock in one worker-thread call) excludes the same
-    learner as ``locks[id]`` of another replica, and runs at once for another learner."""
+    """``LearnerLocks.run`` (lock, work and commit in one transaction, one worker-thread call)
+    excludes the same learner as ``locks[id]`` of another replica, runs at once for another
+    learner, and gives the lock back when its transaction ends, committed or rolled back."""
     one, two = LearnerLocks(db), LearnerLocks(db)
     inside, release = asyncio.Event(), asyncio.Event()
     order = []
@@ -105,8 +106,8 @@ async def test_work_run_under_a_learner_lock_waits_for_another_replica(db) -> No
 
     task = asyncio.create_task(hold(one, 42, inside, release, order))
     await inside.wait()
-    assert await two.run(43, lambda: "other") == "other"  # another learner is not held up
-    waiting = asyncio.create_task(two.run(42, order.append, "two ran"))
+    assert await two.run(43, lambda bind: "other") == "other"  # another learner is not held up
+    waiting = asyncio.create_task(two.run(42, lambda bind: order.append("two ran")))
     await asyncio.sleep(0.2)
     assert order == ["one in"]  # replica two waits for the advisory lock
     release.set()
@@ -115,10 +116,45 @@ async def test_work_run_under_a_learner_lock_waits_for_another_replica(db) -> No
     async with one[42]:  # and gave it back
         order.append("one again")
     with pytest.raises(ZeroDivisionError):
-        await two.run(42, lambda: 1 / 0)
+        await two.run(42, lambda bind: 1 / 0)
     async with one[42]:  # given back after an error too
         order.append("one after the error")
     assert order[-2:] == ["one again", "one after the error"]
+    one.dispose()
+    two.dispose()
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+async def test_a_learner_held_by_run_waits_for_its_transaction(db) -> None:
+    """The other way round: while ``run``'s work is in its transaction, another replica's
+    ``locks[id]`` waits, and takes the lock once that transaction has committed."""
+    import threading
+
+    one, two = LearnerLocks(db), LearnerLocks(db)
+    started, finish = threading.Event(), threading.Event()
+    order = []
+
+    def work(bind) -> str:
+        assert bind is not None and bind.in_transaction()  # the lock lives in this transaction
+        started.set()
+        finish.wait(5)
+        order.append("run done")
+        return "ok"
+
+    running = asyncio.create_task(one.run(42, work))
+    await asyncio.to_thread(started.wait, 5)
+
+    async def other() -> None:
+        async with two[42]:
+            order.append("two in")
+
+    waiting = asyncio.create_task(other())
+    await asyncio.sleep(0.2)
+    assert order == []  # replica two waits for the transaction
+    finish.set()
+    assert await running == "ok"
+    await waiting
+    assert order == ["run done", "two in"]
     one.dispose()
     two.dispose()
 
