@@ -240,7 +240,7 @@ class FollowUps:
         None when no judge can read it (self-grading, a judge that failed)."""
         asked = card.model_copy(update={"question": point.probe or card.question})
         try:
-            assessment = await read_followup(self.grader, asked, text)
+            assessment = await read_followup(self.grader, asked, text, point.id)
         except Exception:  # the learner says it instead
             log.info("no judge for a follow-up on %s/%s", card.id, point.id, exc_info=True)
             return None, None

@@ -116,10 +116,11 @@ def warmable(grader: Grader) -> Any | None:
     return judge if hasattr(judge, "warm") else None
 
 
-async def read_followup(grader: Any, card: Card, answer: str) -> Assessment:
+async def read_followup(grader: Any, card: Card, answer: str, point_id: str | None = None) -> Assessment:
     """A grader's reading of an answer to a follow-up (``card`` carries the probe as its
-    question): its ``assess_followup`` when it has one, else ``assess``."""
+    question; ``point_id`` is the point the probe leads to): its ``assess_followup`` when it
+    has one, else ``assess``."""
     reader = getattr(grader, "assess_followup", None)
     if reader is not None:
-        return await reader(card, answer)
+        return await reader(card, answer, point_id)
     return await grader.assess(card, answer, interactive=False)

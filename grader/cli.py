@@ -23,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "file",
         nargs="?",
         default=None,
-        help=f"labelled answers, JSONL (default: {DEFAULT_SET.name}, or followups.jsonl with --followups)",
+        help=f"labelled answers, JSONL (default: {DEFAULT_SET.name}; with --followups, followups.jsonl "
+        "for --split tune, followups-heldout.jsonl for held-out, both for all)",
     )
     evaluate.add_argument(
         "--followups",
@@ -201,6 +202,7 @@ def followups_command(args: argparse.Namespace) -> int:
     from cards.deck import default_deck
     from grader.calibration.followups import (
         FOLLOWUP_SET,
+        HELDOUT_FOLLOWUP_SET,
         followup_metrics,
         format_followup_metrics,
         judge_followups,
@@ -211,12 +213,14 @@ def followups_command(args: argparse.Namespace) -> int:
     if args.grader == "baseline":
         print("--followups judges with offline or llm; the baseline grades whole answers", file=sys.stderr)
         return 2
-    if args.split != "all":
-        print("--followups has no tuning split: no judge is tuned on follow-up answers", file=sys.stderr)
-        return 2
     deck = default_deck()
+    sets = {"tune": [FOLLOWUP_SET], "held-out": [HELDOUT_FOLLOWUP_SET], "all": [FOLLOWUP_SET, HELDOUT_FOLLOWUP_SET]}
     try:
-        answers = load_followups(args.file or FOLLOWUP_SET)
+        answers = (
+            load_followups(args.file)
+            if args.file
+            else [a for path in sets[args.split] for a in load_followups(path)]
+        )
     except (OSError, ValueError) as error:
         print(error, file=sys.stderr)
         return 2
@@ -245,7 +249,8 @@ def followups_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(figures, indent=2))
     else:
-        print(format_followup_metrics(f"{args.grader} judge on follow-up answers", figures))
+        scope = "" if args.file else f" ({args.split})"
+        print(format_followup_metrics(f"{args.grader} judge on follow-up answers{scope}", figures))
         for line in skipped:
             print(f"  skipped {line}")
     return 0

@@ -57,6 +57,7 @@ from grader.base import (
     PointVerdict,
 )
 from grader.exemplars import VOTE_FEATURES, Exemplars, card_exemplars, votes
+from grader.followup import FollowUpModel, followup_features, probe_exemplars
 from grader.scoring import grade_from_judgement
 from grader.textnorm import fold, fold_phrase, unhide
 
@@ -1517,10 +1518,16 @@ class OfflineJudge:
 
     name = "offline"
 
-    def __init__(self, params: OfflineParams | None = None, model: PointModel | None | str = "default"):
+    def __init__(
+        self,
+        params: OfflineParams | None = None,
+        model: PointModel | None | str = "default",
+        followup_model: FollowUpModel | None | str = "default",
+    ):
         self.params = params or OfflineParams()
-        # "default": the shipped learnt reading when it is there; None: the hand rules alone.
+        # "default": the shipped learnt readings when they are there; None: the hand rules alone.
         self.model = PointModel.load() if model == "default" else model
+        self.followup_model = FollowUpModel.load() if followup_model == "default" else followup_model
 
     async def warm(self, cards: Iterable[Card] = ()) -> None:
         """Load the model (and index ``cards`` and embed their exemplars) in a worker thread."""
@@ -1532,6 +1539,8 @@ class OfflineJudge:
                 self.index(card)
                 if isinstance(self.model, PointModel) and self.model.uses_exemplars:
                     self.exemplars(card)
+                if self.followup_model is not None:
+                    probe_exemplars(card.id)
 
         await asyncio.to_thread(work)
 
@@ -1567,9 +1576,17 @@ class OfflineJudge:
         grade = grade_from_judgement(card, judgement, answer)
         return Assessment(grader=self.name, grade=grade, needs_confirmation=interactive)
 
-    async def assess_followup(self, card: Card, answer: str) -> Assessment:
-        """An answer to one key point's probe (``card`` carries the probe as its question),
-        read by the rules (see ``judge``)."""
-        judgement = await self.judge_async(card, answer, rules=True)
+    def judge_followup(self, card: Card, answer: str, point_id: str | None = None) -> Judgement:
+        """An answer to one key point's probe (``card`` carries the probe as its question):
+        that point read by the follow-up reading (``grader.followup``) when it is loaded, the
+        rest (and everything, without it) by the rules (see ``judge``)."""
+        if self.followup_model is None or point_id is None:
+            return self.judge(card, answer, rules=True)
+        row, rules = followup_features(self, card, point_id, answer[:MAX_ANSWER_CHARS])
+        return self.followup_model.judgement(card, point_id, row, rules, " ".join(answer.split()))
+
+    async def assess_followup(self, card: Card, answer: str, point_id: str | None = None) -> Assessment:
+        """``judge_followup``, graded (the engine reads only the probed point's verdict)."""
+        judgement = await asyncio.to_thread(self.judge_followup, card, answer, point_id)
         grade = grade_from_judgement(card, judgement, answer)
         return Assessment(grader=self.name, grade=grade, needs_confirmation=False)

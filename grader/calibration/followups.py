@@ -6,7 +6,10 @@ is present or partial ("you got there").
 probe leads to), ``kind`` (right-plain, right-terse, wrong, wrong-trap) and ``label`` (the
 writer's reading of the answer against the point: present, partial, absent or
 contradicted). Its writers saw only each card's question, probes and key points, never a
-judge's code; the set is for measuring, and no judge is tuned on it.
+judge's code. The offline judge's follow-up reading (``grader.followup``) is fitted on it.
+``followups-heldout.jsonl`` is a second set in the same form, written afterwards by two other
+writers under the same blindness; nothing is fitted on it, and its figures are the ones
+reported.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from grader.base import PointVerdict, read_followup
 
 FOLLOWUP_SET = Path(__file__).resolve().parent / "followups.jsonl"
+HELDOUT_FOLLOWUP_SET = Path(__file__).resolve().parent / "followups-heldout.jsonl"
 CREDITED = frozenset({PointVerdict.PRESENT, PointVerdict.PARTIAL})
 RIGHT_KINDS = ("right-plain", "right-terse")
 
@@ -103,7 +107,7 @@ async def judge_followups(
         async with semaphore:
             try:
                 assessment = await read_followup(
-                    judge, card.model_copy(update={"question": probe}), a.answer
+                    judge, card.model_copy(update={"question": probe}), a.answer, a.point_id
                 )
             except Exception as error:  # noqa: BLE001 - counted and reported, never fatal
                 errors += 1

@@ -1,6 +1,7 @@
-"""Follow-up answers (issue 15): the labelled set in grader/calibration/followups.jsonl, the
+"""Follow-up answers (issue 15): the labelled sets in grader/calibration/ (followups.jsonl, on
+which the follow-up reading is fitted, and followups-heldout.jsonl, which measures it), the
 offline judge reading each answer against its one point, and ``trapbot grader eval
---followups``. The set measures the judge; nothing is tuned on it."""
+--followups``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from cards.deck import default_deck
 from grader.calibration.followups import (
     CREDITED,
     FOLLOWUP_SET,
+    HELDOUT_FOLLOWUP_SET,
     RIGHT_KINDS,
     followup_metrics,
     format_followup_metrics,
@@ -41,9 +43,14 @@ def answers():
     return load_followups(FOLLOWUP_SET)
 
 
-def test_the_set_covers_every_core_probe_of_the_deck_with_right_and_wrong_answers(
-    deck, answers
-) -> None:
+@pytest.fixture(scope="module")
+def heldout():
+    return load_followups(HELDOUT_FOLLOWUP_SET)
+
+
+@pytest.mark.parametrize("path", [FOLLOWUP_SET, HELDOUT_FOLLOWUP_SET], ids=["tune", "held-out"])
+def test_each_set_covers_every_core_probe_of_the_deck_with_right_and_wrong_answers(deck, path) -> None:
+    answers = load_followups(path)
     assert problems(deck, answers) == []
     kinds: dict[tuple[str, str], set[str]] = {}
     for a in answers:
@@ -73,8 +80,6 @@ def test_a_malformed_line_is_named(tmp_path) -> None:
 def test_eval_followups_refuses_what_it_cannot_do(capsys) -> None:
     code, out = run_cli(["grader", "eval", "--followups", "--grader", "baseline"], capsys)
     assert code == 2 and "offline or llm" in out.err
-    code, out = run_cli(["grader", "eval", "--followups", "--split", "tune"], capsys)
-    assert code == 2 and "no tuning split" in out.err
     code, out = run_cli(["grader", "eval", "/nonexistent.jsonl", "--followups"], capsys)
     assert code == 2 and "nonexistent" in out.err
 
@@ -95,45 +100,39 @@ def test_eval_followups_reports_per_kind(offline_judge, answers, tmp_path, capsy
 
 
 #: Cards the judge test reads (indexing a card costs about 1.5 s of CPU, the whole deck 40 s;
-#: ``trapbot grader eval --followups`` measures every card).
+#: ``trapbot grader eval --followups --split held-out`` measures every card).
 SAMPLE = ("rl-01", "rl-08", "rl-13", "rl-19", "msft-01")
 
 
 def readings_on(judge, deck, answers, cards):
-    picked = [
-        a
-        for a in answers
-        if a.card_id in cards
-        and deck.get(a.card_id).key_point(a.point_id).core
-        and a.kind in ("right-plain", "right-terse", "wrong-trap")
-    ]
+    picked = [a for a in answers if a.card_id in cards and deck.get(a.card_id).key_point(a.point_id).core]
     readings, errors = asyncio.run(judge_followups(judge, deck, picked))
     assert errors == 0
     return followup_metrics(deck, picked, readings)
 
 
-def test_the_offline_judge_credits_correct_one_sentence_follow_up_answers(
-    offline_judge, deck, answers
-) -> None:
-    """On a sample of cards: every plain one-sentence right answer to a core probe is credited
-    (the issue's goal), terse ones mostly; the trap, stated in one sentence, is credited much
-    less often. Floors at what was measured when the set arrived (right-plain 100%, right-terse
-    64%, wrong-trap 73% credited on these cards), so a change that loses ground fails here."""
-    figures = readings_on(offline_judge, deck, answers, SAMPLE)
+def test_the_follow_up_reading_credits_right_answers_and_not_wrong_ones(offline_judge, deck, heldout) -> None:
+    """On the held-out set, sample cards, core probes: every plain one-sentence right answer
+    is credited (the issue's goal), terse ones nearly all, wrong ones and the trap rarely.
+    Floors at what was measured when the reading was fitted (right-plain 100%, right-terse
+    91%, wrong 18%, wrong-trap 0%, agreement 0.93), so a change that loses ground fails."""
+    assert offline_judge.followup_model is not None
+    figures = readings_on(offline_judge, deck, heldout, SAMPLE)
     kinds = figures["per_kind"]["core"]
     assert figures["plain_core_answers_not_credited"] == []
     assert kinds["right-plain"]["n"] == 11 and kinds["right-plain"]["credited"] == 1.0
-    assert kinds["right-terse"]["credited"] >= 0.6
-    assert kinds["right-plain"]["credited"] - kinds["wrong-trap"]["credited"] >= 0.25
+    assert kinds["right-terse"]["credited"] >= 0.9
+    assert kinds["wrong"]["credited"] <= 0.2 and kinds["wrong-trap"]["credited"] <= 0.1
+    assert figures["agreement"] >= 0.9
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 15's goal is not met on every card: the offline judge misses the plain "
-    "one-sentence answer to a core probe on rl-11, rl-14, rl-15 and rl-21 (rl-14 tested here)",
-)
-def test_goal_a_plain_one_sentence_answer_is_credited_on_rl_14(
-    offline_judge, deck, answers
-) -> None:
-    figures = readings_on(offline_judge, deck, answers, ("rl-14",))
-    assert figures["plain_core_answers_not_credited"] == []
+def test_the_rules_alone_credit_wrong_follow_up_answers_far_more_often(deck, heldout) -> None:
+    """Why the follow-up reading exists: the hand rules on the same answers credit the right
+    ones as well but also about 40% of the wrong ones (agreement 0.71 on the sample)."""
+    from grader.offline import OfflineJudge
+
+    figures = readings_on(OfflineJudge(followup_model=None), deck, heldout, SAMPLE)
+    kinds = figures["per_kind"]["core"]
+    assert kinds["right-plain"]["credited"] == 1.0
+    assert kinds["wrong"]["credited"] + kinds["wrong-trap"]["credited"] >= 0.6
+    assert figures["agreement"] < 0.8

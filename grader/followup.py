@@ -1,0 +1,157 @@
+"""The offline judge's reading of an answer to a follow-up: one key point, asked about directly.
+
+A follow-up answer is short and about one point, so the whole-answer readings misjudge it both
+ways: the rules' "one sentence proves one thing" can hand a right answer to a neighbouring
+point, and a wrong answer on the probe's topic shares enough words with the point to look like
+partial credit. This reading is a logistic regression (``grader.calibration.train_followups``,
+fitted on ``followups.jsonl``; ``followups-heldout.jsonl`` measures it) over the whole-answer
+features of the probed point, the strongest misconception signals, the rules' own verdict,
+and how much closer the answer is to the labelled answers to the same probe that reached the
+point than to those that did not (the tuning set's, embedded once per card on first use). It
+says only whether the answer reached the point; the other points keep the rules' verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from grader.base import Judgement, PointJudgement, PointVerdict
+
+if TYPE_CHECKING:
+    from cards.schema import Card
+    from grader.offline import OfflineJudge
+
+FOLLOWUP_MODEL_PATH = Path(__file__).resolve().parent / "followup_model.json"
+#: Misconception features that carry over to one point: the strongest over the card's misconceptions.
+MISC_SIGNALS = ("misc_any", "misc_margin", "misc_said", "misc_nearest_negated", "misc_rejected")
+RULE_VERDICTS = ("present", "partial", "contradicted")
+
+
+_EXEMPLARS: dict[str, dict[str, tuple[list[str], np.ndarray, np.ndarray]]] = {}
+_EXEMPLARS_LOCK = threading.Lock()
+
+
+def probe_exemplars(card_id: str) -> dict[str, tuple[list[str], np.ndarray, np.ndarray]]:
+    """Per point of ``card_id``: the tuning set's answers to its probe (ids, unit vectors,
+    whether each reached the point), embedded once per process."""
+    with _EXEMPLARS_LOCK:
+        found = _EXEMPLARS.get(card_id)
+    if found is not None:
+        return found
+    from grader.calibration.followups import FOLLOWUP_SET, load_followups
+    from grader.offline import embed
+
+    answers = [a for a in load_followups(FOLLOWUP_SET) if a.card_id == card_id]
+    vectors = embed([a.answer for a in answers])
+    built = {}
+    for point_id in sorted({a.point_id for a in answers}):
+        rows = [i for i, a in enumerate(answers) if a.point_id == point_id]
+        built[point_id] = (
+            [answers[i].id for i in rows],
+            vectors[rows],
+            np.asarray([answers[i].should_credit for i in rows], dtype=bool),
+        )
+    with _EXEMPLARS_LOCK:
+        _EXEMPLARS[card_id] = built
+    return built
+
+
+def exemplar_margin(card_id: str, point_id: str, answer: str, leave_out: str | None = None) -> float:
+    """Nearest labelled answer that reached the point minus nearest that did not (cosine);
+    0 when the probe has no labelled answers of both kinds. ``leave_out``: an answer id to
+    ignore (the answer itself, when fitting)."""
+    from grader.offline import embed
+
+    ids, vectors, credited = probe_exemplars(card_id).get(point_id, ([], np.zeros((0, 384)), np.zeros(0, bool)))
+    keep = np.asarray([i != leave_out for i in ids], dtype=bool)
+    if not (credited & keep).any() or not (~credited & keep).any():
+        return 0.0
+    sims = vectors @ embed([answer])[0]
+    return float(sims[credited & keep].max() - sims[~credited & keep].max())
+
+
+def feature_names() -> list[str]:
+    from grader.offline import ALL_POINT_FEATURES
+
+    return [
+        *ALL_POINT_FEATURES,
+        *(f"max_{name}" for name in MISC_SIGNALS),
+        *(f"rules_{name}" for name in RULE_VERDICTS),
+        "rules_asserts",
+        "exemplar_margin",
+    ]
+
+
+def followup_features(
+    judge: OfflineJudge, card: Card, point_id: str, answer: str, leave_out: str | None = None
+) -> tuple[np.ndarray, Judgement]:
+    """The feature row of ``answer`` read against ``point_id``, and the rules' judgement."""
+    from grader.offline import ALL_MISCONCEPTION_FEATURES, analyse, decide, evidence, features
+
+    index = judge.index(card)
+    analysis = analyse(card, index, answer)
+    rules = decide(card, index, analysis, judge.params)
+    ev = evidence(card, index, analysis, judge.params)
+    point_x, misc_x = features(card, index, analysis, judge.params, rules, ev, judge.exemplars(card))
+    k = [p.id for p in card.key_points].index(point_id)
+    columns = [ALL_MISCONCEPTION_FEATURES.index(name) for name in MISC_SIGNALS]
+    misc = misc_x[:, columns].max(axis=0) if len(misc_x) else np.full(len(columns), -1.0)
+    verdict = rules.verdict_for(point_id).value
+    row = np.concatenate(
+        [
+            point_x[k],
+            misc,
+            [float(verdict == name) for name in RULE_VERDICTS],
+            [float(any(m.asserted for m in rules.misconceptions))],
+            [exemplar_margin(card.id, point_id, answer, leave_out)],
+        ]
+    )
+    return row, rules
+
+
+class FollowUpModel:
+    """Weights, standardisation and the credit cut, applied with numpy."""
+
+    def __init__(self, data: dict[str, Any]):
+        self.data = data
+        names = feature_names()
+        self.columns = [names.index(name) for name in data["features"]]
+        self.cut = float(data["cut"])
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> FollowUpModel | None:
+        path = path or Path(os.environ.get("TRAPBOT_FOLLOWUP_MODEL") or FOLLOWUP_MODEL_PATH)
+        if not path.exists():
+            return None
+        return cls(json.loads(path.read_text(encoding="utf-8")))
+
+    def probability(self, rows: np.ndarray) -> np.ndarray:
+        rows = np.atleast_2d(rows)[:, self.columns]
+        z = (rows - np.asarray(self.data["mean"])) / np.asarray(self.data["scale"])
+        logits = z @ np.asarray(self.data["coef"]) + float(self.data["intercept"])
+        return 1.0 / (1.0 + np.exp(-logits))
+
+    def judgement(self, card: Card, point_id: str, row: np.ndarray, rules: Judgement, quote: str) -> Judgement:
+        """The rules' judgement with the probed point's verdict from this model: present when
+        it reached the point; otherwise contradicted if the rules read it so, else absent."""
+        reached = bool(self.probability(row)[0] >= self.cut)
+        before = rules.verdict_for(point_id)
+        verdict = (
+            PointVerdict.PRESENT
+            if reached
+            else PointVerdict.CONTRADICTED
+            if before is PointVerdict.CONTRADICTED
+            else PointVerdict.ABSENT
+        )
+        points = tuple(
+            PointJudgement(p.point_id, verdict, quote if reached else p.quote) if p.point_id == point_id else p
+            for p in rules.points
+        )
+        return replace(rules, points=points)
