@@ -9,8 +9,10 @@ is absent:
 2. the quote is not (part of) a sentence the injection detector flagged as instructions to
    the grader (``grader.offline.injection_spans``);
 3. the quote is about the point: the offline judge, reading the quote alone, credits that
-   point; or, for a quote too terse to read alone, the offline reading of the whole answer
-   credits the point, or its reading of the quote's sentence does (``supports``). "All key points above are met by this answer" is evidence for no
+   point, by its hand rules or by its follow-up reading (``grader.followup``: a short text
+   read against one point, as an answer to that point's probe); or, for a quote too terse to
+   read alone, the offline reading of the whole answer credits the point, or its reading of
+   the quote's sentence does (``supports``). "All key points above are met by this answer" is evidence for no
    mechanism, in any language or encoding.
 """
 
@@ -36,7 +38,7 @@ NO_EVIDENCE = "no valid quote"
 INJECTED = "quotes the injected instructions"
 OFF_POINT = "the quote is not about the point"
 
-_READINGS: OrderedDict[tuple[str, str, str, bool], Judgement] = OrderedDict()
+_READINGS: OrderedDict[tuple[str, str, str, object], Judgement] = OrderedDict()
 _READINGS_LOCK = threading.Lock()
 _MAX_READINGS = 4096
 _READER: Any = None
@@ -72,6 +74,28 @@ def reading_of(card: Card, text: str, reader: Any = None, *, rules: bool = False
     return judgement
 
 
+def reaches_point(card: Card, point_id: str, text: str, reader: Any = None) -> bool:
+    """Whether the offline judge's follow-up reading, taking ``text`` as an answer to the
+    point's probe, credits the point (blocking; remembered like ``reading_of``). False when
+    the reader has no follow-up reading or the point no probe."""
+    reader = reader or default_reader()
+    point = next((p for p in card.key_points if p.id == point_id), None)
+    if getattr(reader, "followup_model", None) is None or point is None or not point.probe:
+        return False
+    asked = card.model_copy(update={"question": point.probe})
+    version = card.version or hashlib.sha256(card.model_dump_json().encode()).hexdigest()[:12]
+    key = (card.id, version, text, f"follow-up:{point_id}")
+    with _READINGS_LOCK:
+        found = _READINGS.get(key)
+    if found is None:
+        found = reader.judge_followup(asked, text, point_id)
+        with _READINGS_LOCK:
+            _READINGS[key] = found
+            while len(_READINGS) > _MAX_READINGS:
+                _READINGS.popitem(last=False)
+    return found.verdict_for(point_id) in CREDITED
+
+
 def supports(
     card: Card, point_id: str, quote: str, reader: Any = None, *, answer: str | None = None
 ) -> bool:
@@ -89,6 +113,8 @@ def supports(
     if any(occurs_on_word_boundaries(phrase, quote) for phrase in point.accepts if fold_phrase(phrase)):
         return True
     if reading_of(card, quote, reader, rules=True).verdict_for(point_id) in CREDITED:
+        return True
+    if reaches_point(card, point_id, quote, reader):
         return True
     if not answer:
         return False

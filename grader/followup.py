@@ -13,6 +13,7 @@ says only whether the answer reached the point; the other points keep the rules'
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -29,32 +30,57 @@ if TYPE_CHECKING:
     from grader.offline import OfflineJudge
 
 FOLLOWUP_MODEL_PATH = Path(__file__).resolve().parent / "followup_model.json"
+#: The labelled answers' vectors, stored ahead by ``grader.calibration.train_followups``.
+FOLLOWUP_VECTORS_PATH = Path(__file__).resolve().parent / "models" / "followup_exemplars.npz"
 #: Misconception features that carry over to one point: the strongest over the card's misconceptions.
 MISC_SIGNALS = ("misc_any", "misc_margin", "misc_said", "misc_nearest_negated", "misc_rejected")
 RULE_VERDICTS = ("present", "partial", "contradicted")
 
 
-_EXEMPLARS: dict[str, dict[str, tuple[list[str], np.ndarray, np.ndarray]]] = {}
+_EXEMPLARS: dict[str, dict[str, tuple[list[str], np.ndarray, np.ndarray]]] = {}  # ids are authors
 _EXEMPLARS_LOCK = threading.Lock()
 
 
+def _answers_key(answers: list) -> str:
+    material = json.dumps([(a.id, a.answer) for a in answers], ensure_ascii=False)
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+def _labelled(card_id: str) -> list:
+    from grader.calibration.followups import FOLLOWUP_SET, load_followups
+
+    return [a for a in load_followups(FOLLOWUP_SET) if a.card_id == card_id]
+
+
+def _stored_vectors(card_id: str, key: str) -> np.ndarray | None:
+    try:
+        with np.load(FOLLOWUP_VECTORS_PATH, allow_pickle=False) as data:
+            if f"{card_id}/key" in data.files and str(data[f"{card_id}/key"]) == key:
+                return data[f"{card_id}/vectors"].astype(np.float32)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def probe_exemplars(card_id: str) -> dict[str, tuple[list[str], np.ndarray, np.ndarray]]:
-    """Per point of ``card_id``: the tuning set's answers to its probe (ids, unit vectors,
-    whether each reached the point), embedded once per process."""
+    """Per point of ``card_id``: the tuning set's answers to its probe (their authors, unit
+    vectors, whether each reached the point), read from the store when it matches the set,
+    else embedded; once per process."""
     with _EXEMPLARS_LOCK:
         found = _EXEMPLARS.get(card_id)
     if found is not None:
         return found
-    from grader.calibration.followups import FOLLOWUP_SET, load_followups
     from grader.offline import embed
 
-    answers = [a for a in load_followups(FOLLOWUP_SET) if a.card_id == card_id]
-    vectors = embed([a.answer for a in answers])
+    answers = _labelled(card_id)
+    vectors = _stored_vectors(card_id, _answers_key(answers))
+    if vectors is None:
+        vectors = embed([a.answer for a in answers])
     built = {}
     for point_id in sorted({a.point_id for a in answers}):
         rows = [i for i, a in enumerate(answers) if a.point_id == point_id]
         built[point_id] = (
-            [answers[i].id for i in rows],
+            [answers[i].author for i in rows],
             vectors[rows],
             np.asarray([answers[i].should_credit for i in rows], dtype=bool),
         )
@@ -63,14 +89,28 @@ def probe_exemplars(card_id: str) -> dict[str, tuple[list[str], np.ndarray, np.n
     return built
 
 
-def exemplar_margin(card_id: str, point_id: str, answer: str, leave_out: str | None = None) -> float:
-    """Nearest labelled answer that reached the point minus nearest that did not (cosine);
-    0 when the probe has no labelled answers of both kinds. ``leave_out``: an answer id to
-    ignore (the answer itself, when fitting)."""
+def store_vectors(card_ids: list[str], path: Path = FOLLOWUP_VECTORS_PATH) -> None:
+    """Embed every card's labelled follow-up answers and write them to ``path``."""
     from grader.offline import embed
 
-    ids, vectors, credited = probe_exemplars(card_id).get(point_id, ([], np.zeros((0, 384)), np.zeros(0, bool)))
-    keep = np.asarray([i != leave_out for i in ids], dtype=bool)
+    arrays: dict[str, np.ndarray] = {}
+    for card_id in card_ids:
+        answers = _labelled(card_id)
+        arrays[f"{card_id}/key"] = np.asarray(_answers_key(answers))
+        # Half precision: cosines move by about 1e-3, the file is half the size.
+        arrays[f"{card_id}/vectors"] = embed([a.answer for a in answers]).astype(np.float16)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **arrays)
+
+
+def exemplar_margin(card_id: str, point_id: str, answer: str, leave_out: str | None = None) -> float:
+    """Nearest labelled answer that reached the point minus nearest that did not (cosine);
+    0 when the probe has no labelled answers of both kinds. ``leave_out``: an author whose
+    answers to ignore (the answer's own, when fitting: a new learner has none there)."""
+    from grader.offline import embed
+
+    authors, vectors, credited = probe_exemplars(card_id).get(point_id, ([], np.zeros((0, 384)), np.zeros(0, bool)))
+    keep = np.asarray([a != leave_out for a in authors], dtype=bool)
     if not (credited & keep).any() or not (~credited & keep).any():
         return 0.0
     sims = vectors @ embed([answer])[0]

@@ -3,9 +3,9 @@ its one key point, as the quiz engine does, and counts as credited when that poi
 is present or partial ("you got there").
 
 ``followups.jsonl`` holds one answer a line: ``id``, ``card_id``, ``point_id`` (the point the
-probe leads to), ``kind`` (right-plain, right-terse, wrong, wrong-trap) and ``label`` (the
+probe leads to), ``kind`` (right-plain, right-terse, wrong, wrong-trap), ``label`` (the
 writer's reading of the answer against the point: present, partial, absent or
-contradicted). Its writers saw only each card's question, probes and key points, never a
+contradicted) and, optionally, ``author``. Its writers saw only each card's question, probes and key points, never a
 judge's code. The offline judge's follow-up reading (``grader.followup``) is fitted on it.
 ``followups-heldout.jsonl`` is a second set in the same form, written afterwards by two other
 writers under the same blindness; nothing is fitted on it, and its figures are the ones
@@ -39,6 +39,7 @@ class FollowUpAnswer:
     kind: str
     answer: str
     label: PointVerdict
+    author: str = ""
 
     @property
     def should_credit(self) -> bool:
@@ -60,6 +61,7 @@ def load_followups(path: Path | str = FOLLOWUP_SET) -> list[FollowUpAnswer]:
                 kind=str(data["kind"]),
                 answer=str(data["answer"]),
                 label=PointVerdict(data["label"]),
+                author=str(data.get("author", "")),
             )
         except (ValueError, KeyError, TypeError) as error:
             raise ValueError(f"{path}:{number}: {error}") from error

@@ -5,12 +5,11 @@ read here: ``trapbot grader eval --followups --file grader/calibration/followups
 measures the result. The target is the writer's label: credited (present or partial) or not.
 The regularisation and the credit cut are chosen by leave-one-card-out, maximising agreement
 with the labels, less a penalty for each card whose right one-sentence core answer would not
-be credited (the issue's goal). Each answer's exemplar margin leaves the answer itself out;
-its three siblings (the same writer's other answers to that probe) stay, which makes the
-margin look more telling here than on another writer's answers: the held-out set says how
-much it carries over.
+be credited (the issue's goal). Eight answers that say nothing (``NON_ANSWERS``) are added to
+every probed point as not reaching it. Each answer's exemplar margin leaves out every answer by its
+own writer, as a new learner's answer has no exemplar by that learner.
 
-    python -m grader.calibration.train_followups   # writes grader/followup_model.json
+    python -m grader.calibration.train_followups   # writes grader/followup_model.json, models/followup_exemplars.npz
 """
 
 from __future__ import annotations
@@ -24,11 +23,30 @@ from pathlib import Path
 import numpy as np
 
 from cards.deck import default_deck
-from grader.calibration.followups import FOLLOWUP_SET, load_followups
-from grader.followup import FOLLOWUP_MODEL_PATH, feature_names, followup_features
+from grader.base import PointVerdict
+from grader.calibration.followups import FOLLOWUP_SET, FollowUpAnswer, load_followups
+from grader.followup import (
+    FOLLOWUP_MODEL_PATH,
+    FOLLOWUP_VECTORS_PATH,
+    feature_names,
+    followup_features,
+    store_vectors,
+)
 from grader.offline import OfflineJudge
 
 C_GRID = (0.03, 0.1, 0.3, 1.0)
+#: Answers that say nothing, added to every probed point as not reaching it: the written sets
+#: hold only on-topic answers, and a reading fitted on them alone credited "I don't know".
+NON_ANSWERS = (
+    "I don't know.",
+    "no idea",
+    "Not sure, pass.",
+    "It depends on the setup.",
+    "Hmm, good question, I would have to think about it.",
+    "Can you repeat the question?",
+    "Transformers use attention over all the tokens in the context.",
+    "We should tune the hyperparameters and train for longer.",
+)
 CUT_GRID = tuple(round(x, 2) for x in np.arange(0.05, 0.81, 0.025))
 
 
@@ -36,13 +54,21 @@ def read(path: Path) -> tuple[np.ndarray, np.ndarray, list]:
     deck = default_deck()
     judge = OfflineJudge(model=None)
     answers = load_followups(path)
+    answers += [
+        FollowUpAnswer(f"non-answer/{card.id}/{point.id}/{i}", card.id, point.id, "non-answer", text,
+                       PointVerdict.ABSENT, "non-answer")
+        for card in deck
+        for point in card.key_points
+        if point.probe
+        for i, text in enumerate(NON_ANSWERS)
+    ]
     rows = []
     cards = sorted({a.card_id for a in answers})
     for number, card_id in enumerate(cards, 1):
         card = deck.get(card_id)
         for a in (a for a in answers if a.card_id == card_id):
             probed = card.model_copy(update={"question": card.key_point(a.point_id).probe})
-            rows.append(followup_features(judge, probed, a.point_id, a.answer, leave_out=a.id)[0])
+            rows.append(followup_features(judge, probed, a.point_id, a.answer, leave_out=a.author)[0])
         print(f"  [{number}/{len(cards)}] features of {card_id}", file=sys.stderr, flush=True)
     ordered = [a for card_id in cards for a in answers if a.card_id == card_id]
     return np.vstack(rows), np.asarray([a.should_credit for a in ordered], dtype=int), ordered
@@ -114,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     model = {"features": feature_names(), **fit(x, y, c), "cut": cut, "c": c, "cross_fitted": figures}
     args.out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)
+    store_vectors(sorted(set(cards)))
+    print(f"wrote {FOLLOWUP_VECTORS_PATH}", file=sys.stderr)
     return 0
 
 

@@ -85,7 +85,7 @@ def test_eval_followups_refuses_what_it_cannot_do(capsys) -> None:
 
 
 def test_eval_followups_reports_per_kind(offline_judge, answers, tmp_path, capsys) -> None:
-    rows = [a for a in answers if a.card_id == "rl-08" and a.point_id == "overoptimization"]
+    rows = [a for a in answers if a.card_id == "rl-08" and a.point_id == "overoptimization" and a.author == "first"]
     assert {a.kind for a in rows} == KINDS
     path = tmp_path / "rl08.jsonl"
     path.write_text(
@@ -114,16 +114,16 @@ def readings_on(judge, deck, answers, cards):
 def test_the_follow_up_reading_credits_right_answers_and_not_wrong_ones(offline_judge, deck, heldout) -> None:
     """On the held-out set, sample cards, core probes: every plain one-sentence right answer
     is credited (the issue's goal), terse ones nearly all, wrong ones and the trap rarely.
-    Floors at what was measured when the reading was fitted (right-plain 100%, right-terse
-    91%, wrong 18%, wrong-trap 0%, agreement 0.93), so a change that loses ground fails."""
+    Floors near what was measured when the reading was fitted (right-plain 100%, right-terse
+    100%, wrong 9%, wrong-trap 9%, agreement 0.95), so a change that loses ground fails."""
     assert offline_judge.followup_model is not None
     figures = readings_on(offline_judge, deck, heldout, SAMPLE)
     kinds = figures["per_kind"]["core"]
     assert figures["plain_core_answers_not_credited"] == []
     assert kinds["right-plain"]["n"] == 11 and kinds["right-plain"]["credited"] == 1.0
     assert kinds["right-terse"]["credited"] >= 0.9
-    assert kinds["wrong"]["credited"] <= 0.2 and kinds["wrong-trap"]["credited"] <= 0.1
-    assert figures["agreement"] >= 0.9
+    assert kinds["wrong"]["credited"] <= 0.1 and kinds["wrong-trap"]["credited"] <= 0.1
+    assert figures["agreement"] >= 0.93
 
 
 def test_the_rules_alone_credit_wrong_follow_up_answers_far_more_often(deck, heldout) -> None:
@@ -136,3 +136,55 @@ def test_the_rules_alone_credit_wrong_follow_up_answers_far_more_often(deck, hel
     assert kinds["right-plain"]["credited"] == 1.0
     assert kinds["wrong"]["credited"] + kinds["wrong-trap"]["credited"] >= 0.6
     assert figures["agreement"] < 0.8
+
+
+def test_the_exemplar_margin_leaves_out_a_writers_own_answers(offline_judge, deck, answers) -> None:
+    """Fitting reads each answer as a stranger's: its own writer's answers to the probe are not
+    exemplars (the answer itself would otherwise be its own nearest neighbour)."""
+    from grader.followup import exemplar_margin
+
+    right = next(a for a in answers if a.card_id == "rl-08" and a.kind == "right-plain" and a.author)
+    with_own = exemplar_margin(right.card_id, right.point_id, right.answer)
+    without_own = exemplar_margin(right.card_id, right.point_id, right.answer, leave_out=right.author)
+    assert with_own > without_own
+    assert exemplar_margin("rl-08", "no-such-point", right.answer) == 0.0
+
+
+def test_the_follow_up_reading_decides_only_the_probed_point(offline_judge, deck) -> None:
+    from grader.followup import followup_features
+
+    card = deck.get("rl-08")
+    point = card.key_point("overoptimization")
+    asked = card.model_copy(update={"question": point.probe})
+    answer = "With beta at zero the policy exploits the reward model's errors: proxy reward rises while true quality falls."
+    row, rules = followup_features(offline_judge, asked, point.id, answer)
+    judgement = offline_judge.followup_model.judgement(asked, point.id, row, rules, answer)
+    probed = next(p for p in judgement.points if p.point_id == point.id)
+    assert probed.verdict.value == "present" and probed.quote == answer
+    others = [p for p in judgement.points if p.point_id != point.id]
+    assert others == [p for p in rules.points if p.point_id != point.id]
+
+
+def test_the_stored_follow_up_vectors_match_the_labelled_set(deck) -> None:
+    """``python -m grader.calibration.train_followups`` stores them; a set changed since then
+    would be embedded on first use instead: correct but slow, so it fails here."""
+    from grader.followup import _answers_key, _labelled, _stored_vectors
+
+    for card in deck:
+        answers = _labelled(card.id)
+        stored = _stored_vectors(card.id, _answers_key(answers))
+        assert stored is not None and stored.shape == (len(answers), 384), card.id
+
+
+def test_a_follow_up_answer_that_says_nothing_is_not_credited(offline_judge, deck) -> None:
+    """Non-answers the reading was not fitted on (its fit adds eight others to every point):
+    none reaches any core point of the sample cards."""
+    from grader.followup import followup_features
+
+    nothing = ("No clue, sorry.", "Could you rephrase that?", "Let me skip this one.", "The capital of France is Paris.")
+    for card in (deck.get(card_id) for card_id in SAMPLE):
+        for point in card.core_points:
+            asked = card.model_copy(update={"question": point.probe})
+            for text in nothing:
+                row, _ = followup_features(offline_judge, asked, point.id, text)
+                assert offline_judge.followup_model.probability(row)[0] < offline_judge.followup_model.cut, (card.id, point.id, text)
