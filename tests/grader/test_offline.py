@@ -224,7 +224,7 @@ def test_injection_patterns_leave_ordinary_rl_answers_alone():
     strict=True,
     reason="known weakness of the learnt reading: an answer that negates every key claim in the "
     "card's own words sits next to correct labelled answers (embeddings hear no 'not'); on "
-    "bench/grader_bench.py's five such answers it averages 2.6 where the rules give 1.8",
+    "bench/grader_bench.py's five such answers it averages 2.4 where the rules give 1.8",
 )
 async def test_an_answer_negating_the_whole_mechanism_does_not_pass(offline_judge):
     card = default_deck().get("rl-16")
