@@ -23,6 +23,7 @@ import hashlib
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -54,24 +55,29 @@ def default_reader() -> Any:
     return _READER
 
 
-def reading_of(card: Card, text: str, reader: Any = None, *, rules: bool = False) -> Judgement:
-    """The offline judge's verdicts on ``text`` alone (blocking), remembered per card version;
-    ``rules``: its hand rules, for a piece of an answer (the learnt reading is fitted on whole
-    answers)."""
+def _remembered(card: Card, text: str, reading: object, compute: Callable[[], Judgement]) -> Judgement:
+    """``compute()``, remembered per card version, text and kind of ``reading``."""
     version = card.version or hashlib.sha256(card.model_dump_json().encode()).hexdigest()[:12]
-    key = (card.id, version, text, rules)
+    key = (card.id, version, text, reading)
     with _READINGS_LOCK:
         found = _READINGS.get(key)
         if found is not None:
             _READINGS.move_to_end(key)
             return found
-    reader = reader or default_reader()
-    judgement = reader.judge(card, text, rules=True) if rules else reader.judge(card, text)
+    judgement = compute()
     with _READINGS_LOCK:
         _READINGS[key] = judgement
         while len(_READINGS) > _MAX_READINGS:
             _READINGS.popitem(last=False)
     return judgement
+
+
+def reading_of(card: Card, text: str, reader: Any = None, *, rules: bool = False) -> Judgement:
+    """The offline judge's verdicts on ``text`` alone (blocking), remembered per card version;
+    ``rules``: its hand rules, for a piece of an answer (the learnt reading is fitted on whole
+    answers)."""
+    reader = reader or default_reader()
+    return _remembered(card, text, rules, lambda: reader.judge(card, text, rules=rules))
 
 
 def reaches_point(card: Card, point_id: str, text: str, reader: Any = None) -> bool:
@@ -83,16 +89,7 @@ def reaches_point(card: Card, point_id: str, text: str, reader: Any = None) -> b
     if getattr(reader, "followup_model", None) is None or point is None or not point.probe:
         return False
     asked = card.model_copy(update={"question": point.probe})
-    version = card.version or hashlib.sha256(card.model_dump_json().encode()).hexdigest()[:12]
-    key = (card.id, version, text, f"follow-up:{point_id}")
-    with _READINGS_LOCK:
-        found = _READINGS.get(key)
-    if found is None:
-        found = reader.judge_followup(asked, text, point_id)
-        with _READINGS_LOCK:
-            _READINGS[key] = found
-            while len(_READINGS) > _MAX_READINGS:
-                _READINGS.popitem(last=False)
+    found = _remembered(card, text, f"follow-up:{point_id}", lambda: reader.judge_followup(asked, text, point_id))
     return found.verdict_for(point_id) in CREDITED
 
 

@@ -13,6 +13,7 @@ says only whether the answer reached the point; the other points keep the rules'
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -37,7 +38,7 @@ MISC_SIGNALS = ("misc_any", "misc_margin", "misc_said", "misc_nearest_negated", 
 RULE_VERDICTS = ("present", "partial", "contradicted")
 
 
-_EXEMPLARS: dict[str, dict[str, tuple[list[str], np.ndarray, np.ndarray]]] = {}  # ids are authors
+_EXEMPLARS: dict[str, dict[str, tuple[list[str], np.ndarray, np.ndarray]]] = {}
 _EXEMPLARS_LOCK = threading.Lock()
 
 
@@ -46,10 +47,16 @@ def _answers_key(answers: list) -> str:
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
-def _labelled(card_id: str) -> list:
+@functools.cache
+def _tuning_set() -> tuple:
+    """The tuning set, parsed once per process (every card reads its own answers from it)."""
     from grader.calibration.followups import FOLLOWUP_SET, load_followups
 
-    return [a for a in load_followups(FOLLOWUP_SET) if a.card_id == card_id]
+    return tuple(load_followups(FOLLOWUP_SET))
+
+
+def _labelled(card_id: str) -> list:
+    return [a for a in _tuning_set() if a.card_id == card_id]
 
 
 def _stored_vectors(card_id: str, key: str) -> np.ndarray | None:

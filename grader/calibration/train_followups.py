@@ -28,6 +28,7 @@ from grader.calibration.followups import FOLLOWUP_SET, FollowUpAnswer, load_foll
 from grader.followup import (
     FOLLOWUP_MODEL_PATH,
     FOLLOWUP_VECTORS_PATH,
+    FollowUpModel,
     feature_names,
     followup_features,
     store_vectors,
@@ -90,8 +91,8 @@ def fit(x: np.ndarray, y: np.ndarray, c: float) -> dict:
 
 
 def probabilities(weights: dict, x: np.ndarray) -> np.ndarray:
-    z = (x - np.asarray(weights["mean"])) / np.asarray(weights["scale"])
-    return 1.0 / (1.0 + np.exp(-(z @ np.asarray(weights["coef"]) + weights["intercept"])))
+    """P(reached) of each row under ``weights``, as the judge computes it."""
+    return FollowUpModel({**weights, "features": feature_names(), "cut": 0.5}).probability(x)
 
 
 def score(p: np.ndarray, y: np.ndarray, answers: list, cut: float, deck) -> tuple[float, dict]:
