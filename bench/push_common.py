@@ -23,10 +23,27 @@ ZONES = ["UTC", "America/New_York", "America/Los_Angeles", "Europe/Berlin", "Eur
 REPLY = [Reply("Your trap of the day")]
 
 
+def ensure_database(url: str) -> None:
+    """Create the bench's database when this server lacks it (a new machine has only
+    ``test``, ``root`` and ``postgres``)."""
+    target = sa.engine.make_url(normalise_url(url))
+    server = sa.create_engine(target.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    try:
+        with server.connect() as connection:
+            exists = connection.execute(
+                sa.text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": target.database}
+            ).first()
+            if not exists:
+                connection.execute(sa.text(f'CREATE DATABASE "{target.database}"'))
+    finally:
+        server.dispose()
+
+
 @contextlib.contextmanager
 def pg_schema(base: str = DEFAULT_PG):
     """A fresh schema, migrated to head, dropped afterwards; yields its URL."""
     schema = f"bench_{uuid.uuid4().hex[:8]}"
+    ensure_database(base)
     admin = sa.create_engine(normalise_url(base))
     with admin.begin() as connection:
         connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))

@@ -123,6 +123,7 @@ async def main(learners: int, seconds: float, rate: float, discord_rate: float, 
     await arrival
     summary("idle loop", lags, 10, f"; load average {os.getloadavg()[0]:.2f}")
     summary("idle loop, arrival probe", arrival_lags, 10)
+    idle_share, idle_arrival_share = sum(lags) / 10, sum(arrival_lags) / 10
     with pg_schema() as url:
         load_learners(url, learners, MOMENT, moment=MOMENT, moment_count=learners, platforms=("telegram", "discord"))
         engine = QuizEngine(make_engine(url), default_deck(), SelfGrader(), FixedClock(MOMENT))
@@ -155,6 +156,9 @@ async def main(learners: int, seconds: float, rate: float, discord_rate: float, 
         summary(f"busy sweep at {rate:g}/s Telegram + {discord_rate:g}/s Discord, sends of {delay * 1000:.0f} ms", lags, elapsed,
                 f"; pushed {report.sent:,} ({report.sent / elapsed:.1f}/s), errors {report.errors}")
         summary("the same sweep, arrival probe", arrival_lags, elapsed)
+        # What the sweep adds to what an idle loop already shows (timer rounding, wake-ups).
+        print(f"beyond the idle loop: sleeping probe {sum(lags) / elapsed - idle_share:+.1%}, "
+              f"arrival probe {sum(arrival_lags) / elapsed - idle_arrival_share:+.1%} of the minute", flush=True)
         busy = sorted(callbacks.durations)
         print(f"loop's own callbacks during the sweep: {sum(busy) / elapsed:.1%} of the time, longest {busy[-1] * 1000:.1f} ms, "
               f"p99.9 {busy[int(len(busy) * 0.999)] * 1000:.2f} ms ({len(busy):,} callbacks)", flush=True)
