@@ -233,3 +233,49 @@ async def test_an_answer_negating_the_whole_mechanism_does_not_pass(offline_judg
         "target does not read the value network, so a wrong value cannot leak into it."
     )
     assert (await grade(offline_judge, card, negated)).quality < 3
+
+
+def test_bfloat16_products_keep_the_embeddings():
+    """The judge's reading must not depend on the CPU: products in bfloat16 (layer norms,
+    softmax and pooling in float32) give the float32 embeddings to within 1e-4 of cosine."""
+    import numpy as np
+    import torch
+
+    from grader.offline import _bfloat16_linears, load_base_model
+
+    texts = [
+        "The reward model is only a proxy fitted on a finite set of comparisons.",
+        "KL keeps the policy where the RM is accurate",
+        "errors compound ~ eps T^2",
+        "Без базовой линии дисперсия оценки градиента велика.",
+        "ok",
+    ]
+    model = load_base_model()
+    before = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    swapped = _bfloat16_linears(model)
+    assert swapped >= 36  # six layers: query, key, value, attention out, two feed-forward
+    assert not any(isinstance(m, torch.nn.Linear) for m in model.modules())
+    after = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    assert after.dtype == np.float32
+    assert float((before * after).sum(axis=1).min()) > 0.9999
+
+
+@pytest.mark.parametrize(("setting", "expected"), [("float32", "float32"), ("bfloat16", "bfloat16"), (" BFloat16 ", "bfloat16")])
+def test_the_embedding_precision_can_be_named(monkeypatch, setting, expected):
+    from grader.offline import embed_precision
+
+    monkeypatch.setenv("TRAPBOT_EMBED_PRECISION", setting)
+    assert embed_precision() == expected
+
+
+def test_auto_precision_follows_the_cpu(monkeypatch):
+    import torch
+
+    from grader.offline import embed_precision
+
+    monkeypatch.setenv("TRAPBOT_EMBED_PRECISION", "auto")
+    for probe in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):
+        monkeypatch.setattr(torch.cpu, probe, lambda: False, raising=False)
+    assert embed_precision() == "float32"
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True, raising=False)
+    assert embed_precision() == "bfloat16"

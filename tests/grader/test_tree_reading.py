@@ -1,0 +1,93 @@
+"""The learnt reading as gradient-boosted trees: exported to plain numbers by the training
+script and read back with numpy exactly as scikit-learn reads them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cards.deck import default_deck
+from grader.base import PointVerdict
+from grader.calibration.train import export_trees
+from grader.offline import PointModel, TreeEnsemble
+
+sklearn_ensemble = pytest.importorskip("sklearn.ensemble", reason="scikit-learn fits the trees")
+
+
+def _fitted(y_of, classes: int):
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(600, 5))
+    y = y_of(x)
+    assert len(set(y)) == classes
+    model = sklearn_ensemble.HistGradientBoostingClassifier(
+        max_iter=40, max_leaf_nodes=9, random_state=0
+    ).fit(x, y)
+    return model, rng.normal(size=(200, 5))
+
+
+def _probabilities(logits: np.ndarray) -> np.ndarray:
+    if logits.shape[1] == 1:
+        p = 1 / (1 + np.exp(-logits[:, 0]))
+        return np.stack([1 - p, p], axis=1)
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_exported_trees_give_scikit_learns_probabilities(classes):
+    if classes == 2:
+        model, x = _fitted(lambda x: (x[:, 0] * x[:, 1] > 0).astype(int), 2)
+    else:
+        model, x = _fitted(lambda x: (x[:, 0] > 0).astype(int) + (x[:, 2] > 0.8), 3)
+    ensemble = TreeEnsemble(export_trees(model))
+    assert np.allclose(_probabilities(ensemble.logits(x)), model.predict_proba(x), atol=1e-9)
+
+
+def test_a_missing_feature_follows_the_trees_missing_branch():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(600, 3))
+    x[rng.random(600) < 0.2, 1] = np.nan  # seen missing in training: each split learns a side
+    y = ((np.nan_to_num(x[:, 1], nan=2.0) + x[:, 0]) > 0.5).astype(int)
+    model = sklearn_ensemble.HistGradientBoostingClassifier(max_iter=30, random_state=0).fit(x, y)
+    probe = rng.normal(size=(100, 3))
+    probe[::3, 1] = np.nan
+    ensemble = TreeEnsemble(export_trees(model))
+    assert np.allclose(_probabilities(ensemble.logits(probe)), model.predict_proba(probe), atol=1e-9)
+
+
+def test_a_tree_reading_decides_verdicts_by_its_cut_points():
+    """PointModel reads a tree part like a logistic one: P(present) against the first cut,
+    P(present or partial) against the second."""
+    card = default_deck().get("rl-08")
+    n_features = 3
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(900, n_features))
+    y = np.where(x[:, 0] > 0.7, 2, np.where(x[:, 0] > -0.2, 1, 0))
+    points = sklearn_ensemble.HistGradientBoostingClassifier(max_iter=60, random_state=0).fit(x, y)
+    misc = sklearn_ensemble.HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(
+        x[:, :2], (x[:, 1] > 0).astype(int)
+    )
+    from grader.offline import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES
+
+    model = PointModel(
+        {
+            "point": export_trees(points),
+            "misconception": export_trees(misc),
+            "point_features": list(ALL_POINT_FEATURES[:n_features]),
+            "misconception_features": list(ALL_MISCONCEPTION_FEATURES[:2]),
+            "cuts": [0.5, 0.5, 0.5],
+        }
+    )
+    rows = np.zeros((len(card.key_points), len(ALL_POINT_FEATURES)))
+    rows[:, 0] = np.linspace(-2, 2, len(rows))
+    verdicts = model.verdicts(rows)
+    assert verdicts[0] is PointVerdict.ABSENT and verdicts[-1] is PointVerdict.PRESENT
+    p = points.predict_proba(rows[:, :n_features])
+    expected = [
+        PointVerdict.PRESENT if a >= 0.5 else PointVerdict.PARTIAL if a + b >= 0.5 else PointVerdict.ABSENT
+        for a, b in zip(p[:, 2], p[:, 1], strict=True)
+    ]
+    assert verdicts == expected
+    misc_rows = np.zeros((2, len(ALL_MISCONCEPTION_FEATURES)))
+    misc_rows[:, 1] = [-2.0, 2.0]
+    assert model.asserted(misc_rows) == [False, True]
