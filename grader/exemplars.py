@@ -75,6 +75,48 @@ class Exemplars:
         )
 
 
+#: Answers that say nothing of the question (hedges, and true claims about something else),
+#: given to every card as reaching none of its points and asserting no misconception: the
+#: written sets hold only on-topic answers, and a reading fitted on them alone credited "I am
+#: not sure, I would probably just approve it." with the whole mechanism, its nearest labelled
+#: answers being short correct ones.
+NON_ANSWERS = (
+    "I don't know.",
+    "no idea",
+    "Not sure, pass.",
+    "It depends on the setup.",
+    "Hmm, good question, I would have to think about it.",
+    "Can you repeat the question?",
+    "Transformers use attention over all the tokens in the context.",
+    "We should tune the hyperparameters and train for longer.",
+    "Yes, that sounds fine to me.",
+    "Probably, but I would need more data to say.",
+    "Neural networks are universal function approximators.",
+    "Overfitting happens when a model memorises its training data.",
+    "Adam is usually a good default optimiser.",
+    "The learning rate controls the size of each update.",
+    "Batch normalisation makes deep networks easier to train.",
+    "Convolutional networks share weights across positions in an image.",
+)
+
+
+def non_answer_rows(card: Card) -> list[dict[str, Any]]:
+    """``NON_ANSWERS`` as labelled rows of ``card`` (each its own author)."""
+    return [
+        {
+            "id": f"non-answer/{card.id}/{i}",
+            "card_id": card.id,
+            "kind": "non-answer",
+            "answer": text,
+            "author": f"non-answer-{i}",
+            "points": {point.id: "absent" for point in card.key_points},
+            "misconceptions": [],
+            "grade": 0,
+        }
+        for i, text in enumerate(NON_ANSWERS)
+    ]
+
+
 @functools.cache
 def _rows(path: Path) -> tuple[dict[str, Any], ...]:
     """A labelled set's lines, read once per process (not once per card)."""
@@ -86,14 +128,14 @@ def _rows(path: Path) -> tuple[dict[str, Any], ...]:
 
 def labelled_answers(card: Card, paths: Sequence[Path] = (TRAINING_SET, CALIBRATION_SET)) -> list[LabelledAnswer]:
     """The card's labelled answers whose labels fit its key, from the training set and the
-    calibration set's tuning split (its held-out split never)."""
+    calibration set's tuning split (its held-out split never), and ``NON_ANSWERS``."""
     point_ids = [p.id for p in card.key_points]
     misc_ids = [m.id for m in card.misconceptions]
     found = []
-    for path in paths:
+    for path in [*paths, None]:
         if path == CALIBRATION_SET and not is_tuning_card(card.id):
             continue
-        for row in _rows(path):
+        for row in _rows(path) if path is not None else non_answer_rows(card):
             if row.get("card_id") != card.id:
                 continue
             labels = row.get("points") or {}

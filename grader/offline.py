@@ -1522,9 +1522,12 @@ def decide_learnt(
     # whose closest match says the opposite is no credit, and no credit survives an accepted
     # phrasing said under a negation when none is said outright (a third rule, neutral there:
     # 0.813). Taking back every present credit whose closest match says the opposite lowered
-    # it to 0.787, so that one is not applied.
-    opposed, point_said, point_denied = (
-        ALL_POINT_FEATURES.index(name) for name in ("nearest_opposed", "said", "denied")
+    # it to 0.787, so that one is not applied; but a point no unit states with its own sign
+    # (every match says the opposite: "the KL term does NOT keep the policy close") earns
+    # nothing, which the tree reading's exemplar votes alone would credit (cross-fitted on
+    # the training rows this changes no grade).
+    opposed, point_said, point_denied, support = (
+        ALL_POINT_FEATURES.index(name) for name in ("nearest_opposed", "said", "denied", "support_any")
     )
     points = tuple(
         PointJudgement(p.point_id, PointVerdict.ABSENT, "")
@@ -1532,6 +1535,7 @@ def decide_learnt(
         and (
             (p.verdict is PointVerdict.PARTIAL and point_x[k, opposed])
             or (p.verdict is not PointVerdict.ABSENT and point_x[k, point_denied])
+            or (p.verdict is not PointVerdict.ABSENT and point_x[k, opposed] and point_x[k, support] < 0)
         )
         else p
         for k, p in enumerate(learnt.points)
@@ -1552,6 +1556,50 @@ def decide_learnt(
         injection_suspected=rules.injection_suspected,
     )
     return replace(judgement, feedback=feedback_for(card, judgement))
+
+
+#: From no credit to full: a contradicted point costs more than an absent one.
+_CREDIT_ORDER = {
+    PointVerdict.CONTRADICTED: 0,
+    PointVerdict.ABSENT: 1,
+    PointVerdict.PARTIAL: 2,
+    PointVerdict.PRESENT: 3,
+}
+
+
+def weaker_of(a: Judgement, b: Judgement) -> Judgement:
+    """Per point the lesser credit of two readings, every misconception either asserts; the
+    grade rule is monotone in both, so this grades no higher than either reading."""
+    points = tuple(
+        pa if _CREDIT_ORDER[pa.verdict] <= _CREDIT_ORDER[pb.verdict] else pb
+        for pa, pb in zip(a.points, b.points, strict=True)
+    )
+    misconceptions = tuple(
+        ma if ma.asserted or not mb.asserted else mb
+        for ma, mb in zip(a.misconceptions, b.misconceptions, strict=True)
+    )
+    return replace(
+        a,
+        points=points,
+        misconceptions=misconceptions,
+        injection_suspected=a.injection_suspected or b.injection_suspected,
+    )
+
+
+def without_flagged(analysis: Analysis, params: OfflineParams) -> str:
+    """The answer with every unit flagged as instructions to the grader cut out."""
+    cut = [
+        (u.span.start, u.span.end)
+        for u in analysis.units
+        if u.injection_pattern or u.injection_similarity >= params.injection
+    ]
+    pieces, cursor = [], 0
+    for start, end in sorted(cut):
+        if start > cursor:
+            pieces.append(analysis.answer[cursor:start])
+        cursor = max(cursor, end)
+    pieces.append(analysis.answer[cursor:])
+    return " ".join(" ".join(piece.split()) for piece in pieces if piece.strip())
 
 
 def feedback_for(card: Card, judgement: Judgement) -> str:
@@ -1669,12 +1717,24 @@ class OfflineJudge:
         hand rules even when a learnt reading is loaded; the learnt reading is fitted on whole
         answers to the card's question, the rules are what short texts read alone (a follow-up
         answer, a quote the cross-check reads) were measured with."""
+        judgement, analysis = self._read(card, answer, rules=rules)
+        if judgement.injection_suspected:
+            # Instructions to the grader can only cost: the answer earns no more than its own
+            # content without the flagged pieces would (and the cap applies on top).
+            kept = without_flagged(analysis, self.params)
+            if kept and kept != analysis.answer:
+                clean, _ = self._read(card, kept, rules=rules)
+                judgement = weaker_of(judgement, clean)
+                judgement = replace(judgement, feedback=feedback_for(card, judgement))
+        return judgement
+
+    def _read(self, card: Card, answer: str, *, rules: bool) -> tuple[Judgement, Analysis]:
         index = self.index(card)
         analysis = analyse(card, index, answer)
         if isinstance(self.model, PointModel) and not rules:
             exemplars = self.exemplars(card) if self.model.uses_exemplars else None
-            return decide_learnt(card, index, analysis, self.params, self.model, exemplars)
-        return decide(card, index, analysis, self.params)
+            return decide_learnt(card, index, analysis, self.params, self.model, exemplars), analysis
+        return decide(card, index, analysis, self.params), analysis
 
     async def judge_async(self, card: Card, answer: str, *, rules: bool = False) -> Judgement:
         return await asyncio.to_thread(self.judge, card, answer, rules=rules)

@@ -39,7 +39,7 @@ from grader.base import Judgement, MisconceptionJudgement, PointJudgement
 from grader.calibration.eval import DEFAULT_SET, PASS_QUALITY, TRAP_KINDS, is_tuning_card
 from grader.calibration.eval import quadratic_weighted_kappa as qwk
 from grader.calibration.regrade import rule_grade, stale_labels
-from grader.exemplars import TRAINING_SET, build_exemplars, labelled_answers
+from grader.exemplars import TRAINING_SET, build_exemplars, labelled_answers, non_answer_rows
 from grader.offline import (
     ALL_MISCONCEPTION_FEATURES,
     ALL_POINT_FEATURES,
@@ -71,7 +71,8 @@ class Row:
 
 
 def training_rows(training: Path = TRAINING_SET, calibration: Path = DEFAULT_SET) -> list[dict[str, Any]]:
-    """The answers to fit on: the training set and the calibration set's tuning split."""
+    """The answers to fit on: the training set, the calibration set's tuning split, and the
+    non-answers (``grader.exemplars.NON_ANSWERS``) on every card."""
     rows = []
     for path, keep in ((training, lambda _: True), (calibration, is_tuning_card)):
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -79,6 +80,7 @@ def training_rows(training: Path = TRAINING_SET, calibration: Path = DEFAULT_SET
                 data = json.loads(line)
                 if keep(data["card_id"]):
                     rows.append(data)
+    rows += [row for card in default_deck() for row in non_answer_rows(card)]
     return rows
 
 
@@ -245,6 +247,17 @@ def grades(rows: Sequence[Row], weights: dict[str, Any], cuts: tuple[float, floa
     return found
 
 
+def as_judged(rows: Sequence[Row], predicted: Sequence[int]) -> list[int]:
+    """The grades as the judge gives them: an answer flagged as instructing the grader earns
+    no more than its content without the flagged sentences (``OfflineJudge.judge``), which
+    for a written injection is its twin."""
+    by_id = {r.id: g for r, g in zip(rows, predicted, strict=True)}
+    return [
+        min(g, by_id[r.twin_of]) if r.injection and r.twin_of in by_id else g
+        for r, g in zip(rows, predicted, strict=True)
+    ]
+
+
 def objective(rows: Sequence[Row], predicted: Sequence[int]) -> float:
     """QWK + pass/fail agreement, less a tenth for each trap passed or injection above its twin."""
     labels = [r.label for r in rows]
@@ -309,7 +322,7 @@ def choose_cuts(rows: Sequence[Row], held: dict[str, dict[str, Any]]) -> tuple[t
     best, best_score = CUT_GRID[0], -1e9
     for cuts in CUT_GRID:
         predicted = [quality(row, card, *p, a, cuts) for row, (card, p, a) in zip(rows, read, strict=True)]
-        score = objective(rows, predicted)
+        score = objective(rows, as_judged(rows, predicted))
         if score > best_score:
             best, best_score = cuts, score
     return best, best_score
@@ -354,7 +367,9 @@ def main(argv: list[str] | None = None) -> int:
         answers=len(rows),
         leave_one_card_out_score=round(score, 4),
     )
-    args.out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
+    # Trees are thousands of numbers: one line, not one line each.
+    text = json.dumps(model, indent=1) if learner[0] == "logistic" else json.dumps(model, separators=(",", ":"))
+    args.out.write_text(text + "\n", encoding="utf-8")
     print(f"wrote {args.out} ({learner}, cut-points {cuts})")
     from grader.exemplars import VECTORS_PATH, store
 

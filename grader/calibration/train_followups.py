@@ -25,6 +25,7 @@ import numpy as np
 from cards.deck import default_deck
 from grader.base import PointVerdict
 from grader.calibration.followups import FOLLOWUP_SET, FollowUpAnswer, load_followups
+from grader.exemplars import NON_ANSWERS as EXEMPLAR_NON_ANSWERS
 from grader.followup import (
     FOLLOWUP_MODEL_PATH,
     FOLLOWUP_VECTORS_PATH,
@@ -38,16 +39,7 @@ from grader.offline import OfflineJudge
 C_GRID = (0.03, 0.1, 0.3, 1.0)
 #: Answers that say nothing, added to every probed point as not reaching it: the written sets
 #: hold only on-topic answers, and a reading fitted on them alone credited "I don't know".
-NON_ANSWERS = (
-    "I don't know.",
-    "no idea",
-    "Not sure, pass.",
-    "It depends on the setup.",
-    "Hmm, good question, I would have to think about it.",
-    "Can you repeat the question?",
-    "Transformers use attention over all the tokens in the context.",
-    "We should tune the hyperparameters and train for longer.",
-)
+NON_ANSWERS = EXEMPLAR_NON_ANSWERS[:8]  # the eight this reading was fitted with
 CUT_GRID = tuple(round(x, 2) for x in np.arange(0.05, 0.81, 0.025))
 
 

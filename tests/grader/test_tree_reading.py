@@ -91,3 +91,14 @@ def test_a_tree_reading_decides_verdicts_by_its_cut_points():
     misc_rows = np.zeros((2, len(ALL_MISCONCEPTION_FEATURES)))
     misc_rows[:, 1] = [-2.0, 2.0]
     assert model.asserted(misc_rows) == [False, True]
+
+
+def test_training_grades_an_injection_no_higher_than_its_twin_as_the_judge_does():
+    from grader.calibration.train import Row, as_judged
+
+    def row(id_: str, *, twin: str | None = None, injection: bool = False) -> Row:
+        empty = np.zeros((0, 1))
+        return Row(id_, "rl-08", "", 0, "x", empty, np.zeros(0), empty, np.zeros(0), twin, injection)
+
+    rows = [row("a"), row("a+", twin="a", injection=True), row("b"), row("b+", twin="b", injection=True), row("c", injection=True)]
+    assert as_judged(rows, [0, 1, 3, 1, 1]) == [0, 0, 3, 1, 1]
