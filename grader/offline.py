@@ -818,6 +818,10 @@ class Unit:
     injection_similarity: float  # best cosine to INJECTION_PROTOTYPES
     tokens: Tokens = Tokens((), ())
 
+    def instructs(self, threshold: float) -> bool:
+        """Flagged as instructions to the grader: a pattern, or this close to a prototype."""
+        return self.injection_pattern or self.injection_similarity >= threshold
+
 
 @dataclass(frozen=True)
 class Analysis:
@@ -1074,8 +1078,7 @@ def evidence(card: Card, index: CardIndex, analysis: Analysis, params: OfflinePa
     # from a long list of terms (keyword stuffing) or a unit flagged as instructions.
     listed = np.asarray(
         [
-            not u.injection_pattern
-            and u.injection_similarity < params.injection
+            not u.instructs(params.injection)
             and (u.claim or list_items(u.span.text) <= params.list_items)
             for u in units
         ],
@@ -1226,10 +1229,7 @@ def decide(card: Card, index: CardIndex, analysis: Analysis, params: OfflinePara
     """Per-point verdicts and asserted misconceptions from the similarities."""
     units = analysis.units
     n_points, n_misc = len(card.key_points), len(card.misconceptions)
-    injected_units = np.asarray(
-        [unit.injection_pattern or unit.injection_similarity >= params.injection for unit in units],
-        dtype=bool,
-    )
+    injected_units = np.asarray([unit.instructs(params.injection) for unit in units], dtype=bool)
     usable = np.asarray([unit.claim for unit in units], dtype=bool) & ~injected_units
     clause = np.asarray([unit.is_clause for unit in units], dtype=bool)
     support = _by_target(analysis.point_sims, index.points, n_points, analysis.point_same)
@@ -1254,10 +1254,7 @@ def decide(card: Card, index: CardIndex, analysis: Analysis, params: OfflinePara
             & (misc >= params.misconception)
             & (misc - best_point[:, None] >= margin)
         )
-    listed = np.asarray(
-        [not u.injection_pattern and u.injection_similarity < params.injection for u in units],
-        dtype=bool,
-    )
+    listed = ~injected_units
     point_hits, misc_hits = lexical_hits(index, units, listed, params)
     if len(units) and n_misc:
         asserting |= misc_hits == 1
@@ -1390,12 +1387,12 @@ class PointModel:
             ALL_MISCONCEPTION_FEATURES.index(name)
             for name in data.get("misconception_features", MISCONCEPTION_FEATURES)
         ]
-
-    def _forest(self, part: str) -> TreeEnsemble:
-        forests = self.__dict__.setdefault("_forests", {})
-        if part not in forests:
-            forests[part] = TreeEnsemble(self.data[part])
-        return forests[part]
+        # Tree parts are flattened once; logistic parts are read from ``data`` as they are.
+        self.forests = {
+            part: TreeEnsemble(data[part])
+            for part in ("point", "misconception")
+            if data.get(part, {}).get("kind") == "trees"
+        }
 
     @property
     def uses_exemplars(self) -> bool:
@@ -1414,8 +1411,8 @@ class PointModel:
     def _proba(self, part: str, x: np.ndarray) -> np.ndarray:
         weights = self.data[part]
         x = x[:, self.point_columns if part == "point" else self.misc_columns]
-        if weights.get("kind") == "trees":
-            logits = self._forest(part).logits(x)
+        if part in self.forests:
+            logits = self.forests[part].logits(x)
         else:
             z = (x - np.asarray(weights["mean"])) / np.asarray(weights["scale"])
             logits = z @ np.asarray(weights["coef"]).T + np.asarray(weights["intercept"])
@@ -1588,11 +1585,7 @@ def weaker_of(a: Judgement, b: Judgement) -> Judgement:
 
 def without_flagged(analysis: Analysis, params: OfflineParams) -> str:
     """The answer with every unit flagged as instructions to the grader cut out."""
-    cut = [
-        (u.span.start, u.span.end)
-        for u in analysis.units
-        if u.injection_pattern or u.injection_similarity >= params.injection
-    ]
+    cut = [(u.span.start, u.span.end) for u in analysis.units if u.instructs(params.injection)]
     pieces, cursor = [], 0
     for start, end in sorted(cut):
         if start > cursor:

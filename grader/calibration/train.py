@@ -50,7 +50,7 @@ from grader.offline import (
     exemplar_vectors,
     features,
 )
-from grader.scoring import INJECTION_CAP, grade_from_judgement, quality_of
+from grader.scoring import INJECTION_CAP, quality_of
 
 POINT_CLASS = {"absent": 0, "contradicted": 0, "partial": 1, "present": 2}
 
@@ -235,18 +235,6 @@ def fit(rows: Sequence[Row], learner: tuple[str, Any], point_columns: Sequence[i
     }
 
 
-def grades(rows: Sequence[Row], weights: dict[str, Any], cuts: tuple[float, float, float]) -> list[int]:
-    deck = default_deck()
-    model = PointModel({**weights, "cuts": list(cuts)})
-    found = []
-    for row in rows:
-        card = deck.get(row.card_id)
-        judgement = model.judgement(card, row.point_x, row.misc_x)
-        quality = grade_from_judgement(card, judgement, row.answer, check_quotes=False).quality
-        found.append(min(quality, INJECTION_CAP) if row.injection else quality)
-    return found
-
-
 def as_judged(rows: Sequence[Row], predicted: Sequence[int]) -> list[int]:
     """The grades as the judge gives them: an answer flagged as instructing the grader earns
     no more than its content without the flagged sentences (``OfflineJudge.judge``), which
@@ -362,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     model.update(
         cuts=list(cuts),
         learner=learner[0],
-        c=learner[1],
+        params=learner[1],
         trained_on=sorted({r.card_id for r in rows}),
         answers=len(rows),
         leave_one_card_out_score=round(score, 4),
