@@ -122,7 +122,11 @@ def constant_pushes(engine) -> None:
     async def push_replies(learner_id: int) -> list[Reply]:
         return REPLY
 
+    async def push_replies_many(learner_ids: list[int]) -> dict[int, list[Reply]]:
+        return dict.fromkeys(learner_ids, REPLY)
+
     engine.push_replies = push_replies
+    engine.push_replies_many = push_replies_many
 
 
 def fast_commits(db) -> None:

@@ -223,23 +223,69 @@ class QuizEngine:
         # closed follow-ups, the wording shown): a push is one transaction, not four. Given
         # ``bind`` (a push holding the learner's lock in its transaction) the session joins it.
         with Session(bind or self.db, expire_on_commit=False) as session:
-            learner = session.get(Learner, learner_id)
-            if learner is None:
-                raise InvalidAction("unknown learner; send /start")
-            waiting = self._awaiting_review_in(session, learner.id)
-            if waiting is None:
-                with session.no_autoflush:  # one flush, at the commit, instead of one per statement
-                    return self._ask_next(session, learner, extra_new=extra_new)
-        card = self.deck.get(waiting.card_id)
-        return [
-            Reply("You have an answer waiting for its grade.", kind=ReplyKind.INFO),
-            self._confirmation_reply(waiting, card),
-        ]
+            chosen = self._next_traps_in(session, [learner_id], extra_new=extra_new)
+        if learner_id not in chosen:
+            raise InvalidAction("unknown learner; send /start")
+        return chosen[learner_id]
 
-    def _ask_next(self, session: Session, learner: Learner, *, extra_new: bool) -> list[Reply]:
-        """The next trap for ``learner`` (attached to ``session``), opened and committed."""
+    def _next_traps_in(self, session: Session, learner_ids: list[int], *, extra_new: bool) -> dict[int, list[Reply]]:
+        """The next trap of each learner (unknown ids left out), opened, in one commit and a
+        fixed number of statements however many learners: the daily push asks a page at once."""
+        learners = session.exec(select(Learner).where(col(Learner.id).in_(learner_ids)).order_by(col(Learner.id))).all()
+        waiting: dict[int, Review] = {}
+        for review in session.exec(
+            select(Review)
+            .where(col(Review.learner_id).in_(learner_ids), Review.status == ReviewStatus.AWAITING)
+            .order_by(col(Review.id))
+        ):
+            waiting[review.learner_id] = review  # the latest one wins
+        states: dict[int, list[CardState]] = defaultdict(list)
+        fresh = [learner.id for learner in learners if learner.id not in waiting]
+        if fresh:
+            for state in session.exec(select(CardState).where(col(CardState.learner_id).in_(fresh))):
+                states[state.learner_id].append(state)
+        replies: dict[int, list[Reply]] = {}
+        opened: list[tuple[Learner, Card, bool, str]] = []
+        introduced: list[CardState] = []
+        with session.no_autoflush:  # one flush, at the commit, instead of one per statement
+            for learner in learners:
+                if learner.id in waiting:
+                    review = waiting[learner.id]
+                    replies[learner.id] = [  # type: ignore[index]
+                        Reply("You have an answer waiting for its grade.", kind=ReplyKind.INFO),
+                        self._confirmation_reply(review, self.deck.get(review.card_id)),
+                    ]
+                    continue
+                choice = self._choose(learner, states[learner.id], extra_new=extra_new)  # type: ignore[index]
+                if isinstance(choice, Reply):
+                    replies[learner.id] = [choice]  # type: ignore[index]
+                    continue
+                card, repeat, label, new_state = choice
+                if new_state is not None:
+                    introduced.append(new_state)
+                learner.current_card_id, learner.current_asked_at = card.id, self.clock.now()
+                session.add(learner)
+                opened.append((learner, card, repeat, label))
+            if introduced:  # one multi-row insert: nothing here needs the new rows' ids
+                session.execute(sa.insert(CardState), [state.model_dump(exclude={"id"}) for state in introduced])
+            if opened:  # a new trap is open: the next free text answers it, not an old follow-up
+                self.followups.close_open_in(session, [learner.id for learner, *_ in opened])  # type: ignore[misc]
+                variants = wordings.ask_many(
+                    session, [(learner.id, card) for learner, card, *_ in opened],  # type: ignore[misc]
+                    rng=self.rng, now=self.clock.now(),
+                )
+                for learner, card, repeat, label in opened:
+                    variant = variants[learner.id, card.id]  # type: ignore[index]
+                    replies[learner.id] = [self._question_for(card, variant, repeat=repeat, label=label)]  # type: ignore[index]
+        session.commit()
+        return replies
+
+    def _choose(
+        self, learner: Learner, states: list[CardState], *, extra_new: bool
+    ) -> tuple[Card, bool, str, CardState | None] | Reply:
+        """What to ask ``learner`` now: (card, asked again today, due label, the state of a card
+        met for the first time, for the caller to insert); or the "nothing due" reply."""
         today = self.today(learner)
-        states = session.exec(select(CardState).where(CardState.learner_id == learner.id)).all()
         known = {state.card_id: state for state in states if state.card_id in self.deck}
         pick: CardState | None = None
         repeat = False
@@ -267,25 +313,12 @@ class QuizEngine:
             )
             fresh = [card for card in self.deck if card.id not in known]
             if fresh and (extra_new or introduced_today < learner.new_per_day):
-                card = fresh[0]
-                pick = CardState(
-                    learner_id=learner.id,
-                    card_id=card.id,
-                    due_on=today,
-                    introduced_on=today,
-                )
-                session.add(pick)
-            elif fresh:
-                return [self._done_for_today(known, today, more_new=True)]
+                new = CardState(learner_id=learner.id, card_id=fresh[0].id, due_on=today, introduced_on=today)  # type: ignore[arg-type]
+                return self.deck.get(new.card_id), False, "", new
             else:
-                return [self._done_for_today(known, today, more_new=False)]
-        card = self.deck.get(pick.card_id)
-        self._open_in(session, learner, card.id)
-        variant = wordings.ask(session, learner.id, card, rng=self.rng, now=self.clock.now())  # type: ignore[arg-type]
-        session.commit()
+                return self._done_for_today(known, today, more_new=bool(fresh))
         remaining = len(due) - 1 if due else 0
-        label = f"{remaining} more due today." if remaining > 0 else ""
-        return [self._question_for(card, variant, repeat=repeat, label=label)]
+        return self.deck.get(pick.card_id), repeat, f"{remaining} more due today." if remaining > 0 else "", None
 
     def _done_for_today(self, known: dict[str, CardState], today: date, *, more_new: bool) -> Reply:
         upcoming = sorted(s.due_on for s in known.values() if s.due_on > today)
@@ -361,7 +394,7 @@ class QuizEngine:
         learner.current_asked_at = self.clock.now() if card_id else learner.current_asked_at
         session.add(learner)
         if card_id:  # a new trap is open: the next free text answers it, not an old follow-up
-            self.followups.close_open_in(session, learner.id)
+            self.followups.close_open_in(session, [learner.id])  # type: ignore[list-item]
 
     def _question_reply(self, learner_id: int | None, card: Card, *, repeat: bool, label: str) -> Reply:
         """The trap in the wording this learner is asked (``bot.wordings``), recorded."""
@@ -897,11 +930,26 @@ class QuizEngine:
     async def push_replies(self, learner_id: int) -> list[Reply]:
         """The daily push: the next trap with answer, snooze and skip-today buttons; empty when
         there is nothing to ask."""
-        # The sweep's path: the lock, the database work and the unlock run in one worker-thread
-        # call, off the event loop.
+        # The lock, the database work and the unlock run in one worker-thread call, off the
+        # event loop.
         replies = await self._locks.run(
             learner_id, lambda bind: self._next_trap(learner_id, extra_new=False, bind=bind)
         )
+        return self._as_push(replies)
+
+    async def push_replies_many(self, learner_ids: list[int]) -> dict[int, list[Reply]]:
+        """``push_replies`` for a page of learners in one transaction (the sweep's path). A
+        learner left out (busy right now, or unknown) is the caller's to ask with
+        ``push_replies``."""
+
+        def work(bind: sa.Connection | None, held: list[int]) -> dict[int, list[Reply]]:
+            with Session(bind or self.db, expire_on_commit=False) as session:
+                return self._next_traps_in(session, held, extra_new=False)
+
+        _, chosen = await self._locks.run_free(learner_ids, work)
+        return {learner_id: self._as_push(replies) for learner_id, replies in (chosen or {}).items()}
+
+    def _as_push(self, replies: list[Reply]) -> list[Reply]:
         question = replies[-1]
         if question.kind not in (ReplyKind.QUESTION, ReplyKind.CONFIRM):
             return []

@@ -12,7 +12,7 @@ learner's lock; nothing here schedules anything.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -344,12 +344,12 @@ class FollowUps:
                 self._close_open(session, learner_id)
             session.commit()
 
-    def close_open_in(self, session: Session, learner_id: int | None) -> None:
-        """``close_open`` of all the learner's follow-ups, in the caller's session (it commits).
-        A plain UPDATE: the caller holds no follow-up objects to keep in step."""
+    def close_open_in(self, session: Session, learner_ids: Collection[int]) -> None:
+        """``close_open`` of all these learners' follow-ups, in the caller's session (it
+        commits). A plain UPDATE: the caller holds no follow-up objects to keep in step."""
         session.connection().execute(
             sa.update(FollowUp)
-            .where(col(FollowUp.learner_id) == learner_id, col(FollowUp.status) == FollowUpStatus.OPEN)
+            .where(col(FollowUp.learner_id).in_(learner_ids), col(FollowUp.status) == FollowUpStatus.OPEN)
             .values(status=FollowUpStatus.CLOSED)
         )
 

@@ -24,6 +24,10 @@ _TRY = sa.text("SELECT pg_try_advisory_lock(:ns, :id)")
 _UNLOCK = sa.text("SELECT pg_advisory_unlock(:ns, :id)")
 #: The same lock held by a transaction: its commit or rollback gives it back.
 _TRY_IN_TRANSACTION = sa.text("SELECT pg_try_advisory_xact_lock(:ns, :id)")
+#: Tried for many learners in one statement: the ids whose lock this transaction now holds.
+_TRY_MANY_IN_TRANSACTION = sa.text(
+    "SELECT id FROM unnest(CAST(:ids AS bigint[])) AS id WHERE pg_try_advisory_xact_lock(:ns, CAST(id AS integer)) ORDER BY id"
+)
 T = TypeVar("T")
 
 
@@ -72,6 +76,32 @@ class LearnerLocks:
                     return result  # type: ignore[return-value]
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.2)
+
+    async def run_free(self, learner_ids: list[int], work: Callable[..., T], /) -> tuple[list[int], T | None]:
+        """``work(bind, held)`` in one worker-thread call for those of ``learner_ids`` whose lock
+        is free now (``held``, in id order), holding their locks as ``run`` does; returns
+        ``(held, result)``, result None when none was free. A learner whose lock is taken,
+        here or on another replica, is left out and never waited for: the caller handles it
+        alone."""
+        locks = {i: self._lock(i) for i in sorted(set(learner_ids))}  # strong references while this call lives
+        free = [i for i, lock in locks.items() if not lock.locked()]
+        for i in free:  # none of them is held, so no acquire waits
+            await locks[i].acquire()
+        try:
+            if not free:
+                return [], None
+            if self._work_db is None:
+                return free, await asyncio.to_thread(work, None, free)
+            return await asyncio.to_thread(self._try_run_free, free, work)
+        finally:
+            for i in free:
+                locks[i].release()
+
+    def _try_run_free(self, learner_ids: list[int], work: Callable[..., T]) -> tuple[list[int], T | None]:
+        assert self._work_db is not None
+        with self._work_db.connect() as connection, connection.begin():
+            held = list(connection.execute(_TRY_MANY_IN_TRANSACTION, {"ns": ADVISORY_NAMESPACE, "ids": learner_ids}).scalars())
+            return held, work(connection, held) if held else None
 
     def _try_run(self, learner_id: int, work: Callable[..., T], args: tuple, kwargs: dict) -> tuple[bool, T | None]:
         assert self._work_db is not None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -23,34 +24,52 @@ def ask(
 
     The open showing of this card, if any, keeps its wording (asking again, a push, "Answer
     now"); otherwise the original at the first meeting, else the variant seen least."""
-    # Every showing of this card to this learner in one read: the open one, and how often
-    # each wording was seen.
-    shown = session.exec(
-        select(Asked.id, Asked.variant_id, Asked.review_id).where(
-            Asked.learner_id == learner_id, Asked.card_id == card.id
+    return ask_many(session, [(learner_id, card)], rng=rng, now=now)[learner_id, card.id]
+
+
+def ask_many(
+    session: Session, asks: Sequence[tuple[int, Card]], *, rng: random.Random, now: datetime
+) -> dict[tuple[int, str], Variant | None]:
+    """``ask`` for several (learner, card) pairs in two reads, keyed by (learner id, card id)."""
+    if not asks:
+        return {}
+    pairs = [(learner_id, card.id) for learner_id, card in asks]
+    # Every showing of these cards to these learners in one read: the open one, and how
+    # often each wording was seen.
+    shown: dict[tuple[int, str], list[tuple[int, str | None, int | None]]] = {pair: [] for pair in pairs}
+    for row in session.exec(
+        select(Asked.learner_id, Asked.card_id, Asked.id, Asked.variant_id, Asked.review_id).where(
+            sa.tuple_(col(Asked.learner_id), col(Asked.card_id)).in_(pairs)
         )
-    ).all()
-    open_ids = [(row[0], row[1]) for row in shown if row[2] is None]
-    if open_ids:
-        return variant_of(card, max(open_ids)[1])
-    answered_before = session.exec(
-        select(Review.id).where(
-            Review.learner_id == learner_id,
-            Review.card_id == card.id,
-            Review.status != ReviewStatus.UNDONE,
+    ):
+        shown[row[0], row[1]].append((row[2], row[3], row[4]))
+    answered_before = {
+        (row[0], row[1])
+        for row in session.exec(
+            select(Review.learner_id, Review.card_id)
+            .where(
+                sa.tuple_(col(Review.learner_id), col(Review.card_id)).in_(pairs),
+                Review.status != ReviewStatus.UNDONE,
+            )
+            .distinct()
         )
-    ).first()
-    seen = Counter(row[1] for row in shown)
-    variant = choose_variant(card, seen, first_meeting=answered_before is None, rng=rng)
-    session.add(
-        Asked(
-            learner_id=learner_id,
-            card_id=card.id,
-            variant_id=variant.id if variant else None,
-            asked_at=now,
-        )
-    )
-    return variant
+    }
+    chosen: dict[tuple[int, str], Variant | None] = {}
+    showings = []
+    for learner_id, card in asks:
+        rows = shown[learner_id, card.id]
+        open_ids = [(asked_id, variant_id) for asked_id, variant_id, review_id in rows if review_id is None]
+        if open_ids:
+            chosen[learner_id, card.id] = variant_of(card, max(open_ids)[1])
+            continue
+        seen = Counter(variant_id for _, variant_id, _ in rows)
+        variant = choose_variant(card, seen, first_meeting=(learner_id, card.id) not in answered_before, rng=rng)
+        showings.append({"learner_id": learner_id, "card_id": card.id, "variant_id": variant.id if variant else None,
+                         "asked_at": now, "review_id": None})
+        chosen[learner_id, card.id] = variant
+    if showings:  # one multi-row insert: nothing here needs the new rows' ids
+        session.execute(sa.insert(Asked), showings)
+    return chosen
 
 
 def answered(session: Session, learner_id: int, card_id: str, review_id: int) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import subprocess
 import sys
 from datetime import UTC, date, datetime, time, timedelta
@@ -551,18 +552,26 @@ async def test_a_bookkeeping_error_for_one_learner_does_not_stop_the_sweep(db, s
     clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
     engine = make_engine_for(db, small_deck, clock)
     ids = [await add_learner(engine, f"u{i}") for i in range(5)]
-    real = engine.push_replies
+    real, real_many = engine.push_replies, engine.push_replies_many
 
     async def broken_for_one(learner_id: int) -> list[Reply]:
         if learner_id == ids[2]:
             raise RuntimeError("a bug outside transport.push")
         return await real(learner_id)
 
+    async def broken_page(learner_ids: list[int]) -> dict[int, list[Reply]]:
+        if ids[2] in learner_ids:
+            raise RuntimeError("a bug outside transport.push")
+        return await real_many(learner_ids)
+
     monkeypatch.setattr(engine, "push_replies", broken_for_one)
+    monkeypatch.setattr(engine, "push_replies_many", broken_page)
     transport = RecordingTransport()
     report = await sweeper_for(engine, transport).sweep()
+    # The page's batch failed, so each learner was asked alone, and only the broken one failed.
     assert sorted(transport.users) == ["u0", "u1", "u3", "u4"] and report.errors == 1
     monkeypatch.setattr(engine, "push_replies", real)
+    monkeypatch.setattr(engine, "push_replies_many", real_many)
     clock.advance(seconds=CLAIM_LEASE.total_seconds() + 1)
     await sweeper_for(engine, transport).sweep()
     assert sorted(transport.users) == ["u0", "u1", "u2", "u3", "u4"]  # retried after the lease
@@ -652,3 +661,68 @@ async def test_coalescer_runs_alone_when_idle_and_together_when_busy() -> None:
         with pytest.raises(OSError):
             await task  # each caller sees the batch's error
     assert await coalescer.submit(5) == 10 and coalescer.draining is None
+
+
+async def test_a_page_of_push_content_is_chosen_as_each_learner_alone_would_be(db, small_deck, clock) -> None:
+    """``push_replies_many`` gives every learner what ``push_replies`` would, in a fixed number
+    of statements however many learners: new, due, waiting for a confirmation, nothing left."""
+    import sqlalchemy as sa
+
+    async def learners(engine: QuizEngine, prefix: str) -> list[int]:
+        ids = [await add_learner(engine, f"{prefix}{i}") for i in range(6)]
+        await engine.next_trap(ids[1])  # an open trap: asked again in the same wording
+        await engine.submit_answer(ids[2], "The reward model is a proxy that the policy exploits off-distribution.")
+        for _ in small_deck:  # every card met and skipped today: nothing to push
+            await engine.next_trap(ids[3], extra_new=True)
+            await engine.skip(ids[3])
+        return ids
+
+    engine = make_engine_for(db, small_deck, clock)
+    alone_ids = await learners(engine, "a")
+    together_ids = await learners(engine, "b")
+    engine.rng = random.Random(7)  # both ask their repeats' wordings from the same draws
+    alone = [await engine.push_replies(i) for i in alone_ids]
+    engine.rng = random.Random(7)
+    statements: list[str] = []
+
+    def seen(_conn, _cursor, statement: str, *_args) -> None:
+        statements.append(statement)
+
+    sa.event.listen(db, "before_cursor_execute", seen)
+    try:
+        together = await engine.push_replies_many([*together_ids, 10_000_000])
+    finally:
+        sa.event.remove(db, "before_cursor_execute", seen)
+    assert sorted(together) == together_ids  # the unknown id is left out
+    texts = lambda replies: [(r.kind, r.text, r.card_id, r.wording, [[b.label for b in row] for row in r.buttons]) for r in replies]
+    assert [texts(together[i]) for i in together_ids] == [texts(replies) for replies in alone]
+    assert [bool(r) for r in alone] == [True, True, True, False, True, True]
+    assert len(statements) <= 10  # one per kind of read and write, however many learners
+
+
+async def test_a_learner_busy_when_their_page_is_chosen_is_pushed_alone(db, small_deck) -> None:
+    """A learner whose lock is held (answering right now) is left out of the page's batch and
+    asked alone once the lock is free: pushed once, nobody skipped."""
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    ids = [await add_learner(engine, f"u{i}") for i in range(4)]
+    busy = engine._locks[ids[1]]
+    await busy.__aenter__()
+    asked_alone: list[int] = []
+    real = engine.push_replies
+
+    async def alone(learner_id: int) -> list[Reply]:
+        asked_alone.append(learner_id)
+        return await real(learner_id)
+
+    engine.push_replies = alone  # type: ignore[method-assign]
+    transport = RecordingTransport()
+    sweep = asyncio.create_task(sweeper_for(engine, transport).sweep())
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if len(transport.sent) == 3:
+            break
+    assert sorted(transport.users) == ["u0", "u2", "u3"]
+    await busy.__aexit__(None, None, None)
+    report = await sweep
+    assert sorted(transport.users) == ["u0", "u1", "u2", "u3"] and asked_alone == [ids[1]] and report.sent == 4

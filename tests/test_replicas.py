@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import io
+from datetime import UTC, datetime
 
 import pytest
 from sqlmodel import Session, select
@@ -279,3 +280,18 @@ async def test_serve_does_not_wait_for_recovery(tmp_path, small_deck, monkeypatc
     stop.set()
     await asyncio.wait_for(serving, 30)
     gc.unfreeze()
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+async def test_a_page_of_pushes_leaves_out_a_learner_another_replica_holds(db, small_deck) -> None:
+    """The page's batch tries every learner's advisory lock once and never waits: a learner
+    held by another replica (answering there) is left out, the rest are asked together."""
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = QuizEngine(db, small_deck, SelfGrader(), clock)
+    ids = [engine.learner("telegram", f"u{i}").id for i in range(3)]
+    other_replica = LearnerLocks(db)
+    async with other_replica[ids[1]]:
+        page = await engine.push_replies_many(ids)  # type: ignore[arg-type]
+    assert sorted(page) == [ids[0], ids[2]] and all(page.values())
+    assert await engine.push_replies(ids[1])  # free again: asked alone
+    other_replica.dispose()
