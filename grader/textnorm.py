@@ -52,12 +52,19 @@ def fold(text: str, *, keep_lines: bool = False) -> str:
     """The comparison form of ``text`` (see the module docstring). With ``keep_lines`` a run
     of white space that holds a line break becomes one newline instead of one space: the same
     length, so offsets in one form are offsets in the other."""
-    text = unicodedata.normalize("NFD", unhide(text))
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
-    text = unicodedata.normalize("NFC", text).casefold().translate(CONFUSABLES)
+    if text.isascii():  # most answers: no invisible, compatibility or combining characters to undo
+        text = text.lower()
+    else:
+        text = _fold_unicode(text)
     if keep_lines:
         return re.sub(r"\s+", lambda m: "\n" if "\n" in m.group() else " ", text).strip()
     return re.sub(r"\s+", " ", text).strip()
+
+
+def _fold_unicode(text: str) -> str:
+    text = unicodedata.normalize("NFD", unhide(text))
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    return unicodedata.normalize("NFC", text).casefold().translate(CONFUSABLES)
 
 
 _EDGE = re.compile(r"^[\s.,;:!?\"'()\[\]…*_-]+|[\s.,;:!?\"'()\[\]…*_-]+$")
