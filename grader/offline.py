@@ -38,6 +38,7 @@ import binascii
 import codecs
 import hashlib
 import json
+import math
 import os
 import re
 import threading
@@ -1018,6 +1019,7 @@ POINT_FEATURES = (
     "asserts_any",  # some unit asserts a misconception (the rules' reading)
     "opposed_any",  # best opposite-sign similarity of a claim to the point
     "nearest_opposed",  # its closest match says the opposite (opposed beats support by the margin)
+    "answer_words",  # log(1 + words in the answer): a terse answer's weaker match can be complete
 )
 MISCONCEPTION_FEATURES = (
     "misc_any",  # best same-sign similarity of a unit to the misconception
@@ -1029,6 +1031,7 @@ MISCONCEPTION_FEATURES = (
     "key_cover",  # how much of the key the answer covers (mean of the points' support_any)
     "misc_nearest_negated",  # the unit most like it has the other polarity ("X does not fix it")
     "misc_rejected",  # ... or calls something wrong, a myth, the trap, not enough
+    "misc_answer_words",  # as answer_words
 )
 _REJECTION = re.compile(
     r"\b(wrong|myth|mistaken?|misconception|trap|fallacy|not enough|insufficient|"
@@ -1134,6 +1137,7 @@ def features(
     n_units = len(analysis.units)
     n_points, n_misc = len(card.key_points), len(card.misconceptions)
     asserts_any = float(any(m.asserted for m in rules.misconceptions))
+    answer_words = math.log1p(len(words(analysis.answer)))
     raw = _by_target(analysis.point_sims, index.points, n_points, np.ones_like(analysis.point_same))
     best_point = ev.support.max(axis=1) if n_units and n_points else np.zeros(n_units)
     answer_vector = analysis.answer_vector
@@ -1167,6 +1171,7 @@ def features(
             asserts_any,
             opposed_any,
             float(n_units > 0 and opposed_any >= support_any + params.contradiction_margin),
+            answer_words,
         )
     key_cover = float(points[:, 0].mean()) if n_points else 0.0
     misconceptions = np.zeros((n_misc, len(MISCONCEPTION_FEATURES)))
@@ -1181,6 +1186,7 @@ def features(
             analysis.stance,
             key_cover,
             *_rejection_features(card, analysis, ev, m),
+            answer_words,
         )
     point_votes, misc_votes = answer_votes(analysis, ev.usable, exemplars, n_points, n_misc)
     return np.hstack([points, point_votes]), np.hstack([misconceptions, misc_votes])

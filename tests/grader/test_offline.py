@@ -347,3 +347,24 @@ def test_answers_that_say_nothing_pass_no_card(offline_judge):
     assert max(hedges.values()) <= 1, {k: g for k, g in hedges.items() if g > 1}
     assert sum(g == 0 for g in hedges.values()) >= 0.95 * len(hedges)
     assert max(off_topic.values()) < 3, {k: g for k, g in off_topic.items() if g >= 3}
+
+
+def test_the_learnt_reading_hears_how_long_the_answer_is(offline_judge, rl08):
+    """Every point and misconception row carries the answer's length (log of 1 + its words),
+    so the trees can read a terse answer's weaker match as complete where a long answer's
+    would not be."""
+    import math
+
+    import numpy as np
+
+    from grader.offline import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES, analyse, decide, features, words
+
+    index = offline_judge.index(rl08)
+    expert = next(a.text for a in rl08.reference_answers if a.kind == "expert")
+    for answer in ("Proxy gets exploited; KL keeps it near the reference.", expert):
+        analysis = analyse(rl08, index, answer)
+        point_x, misc_x = features(rl08, index, analysis, offline_judge.params, decide(rl08, index, analysis, offline_judge.params))
+        expected = math.log1p(len(words(answer)))
+        assert np.allclose(point_x[:, ALL_POINT_FEATURES.index("answer_words")], expected)
+        assert np.allclose(misc_x[:, ALL_MISCONCEPTION_FEATURES.index("misc_answer_words")], expected)
+        assert point_x.shape[1] == len(ALL_POINT_FEATURES) and misc_x.shape[1] == len(ALL_MISCONCEPTION_FEATURES)
