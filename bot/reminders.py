@@ -502,13 +502,11 @@ class ReminderSweeper:
                 )
 
     def _record_many_postgres(self, logs: list[dict], moved: list[dict], blocked: list[dict]) -> None:
-        """``record_many`` on PostgreSQL: a statement per kind of write for the whole batch."""
+        """``record_many`` on PostgreSQL: a statement per kind of write for the whole batch.
+
+        Learner rows are written before push-log rows, as a claim and a snooze write them: one
+        lock order everywhere, so a record never deadlocks with a snooze of the same learner."""
         with self.db.connect() as connection, connection.begin():
-            connection.execute(_PG_RECORD_LOG, {
-                "ids": [x["b_id"] for x in logs], "days": [x["b_day"] for x in logs],
-                "claimed_ats": [x["b_claimed"] for x in logs], "statuses": [x["b_status"] for x in logs],
-                "sent_ats": [x["b_sent"] for x in logs], "claimed": PushStatus.CLAIMED.value,
-            })
             if moved:
                 moved.sort(key=lambda x: x["b_id"])
                 connection.execute(_PG_RECORD_NEXT, {
@@ -517,6 +515,11 @@ class ReminderSweeper:
                 })
             if blocked:
                 connection.execute(_PG_RECORD_BLOCKED, {"ids": [x["b_id"] for x in blocked]})
+            connection.execute(_PG_RECORD_LOG, {
+                "ids": [x["b_id"] for x in logs], "days": [x["b_day"] for x in logs],
+                "claimed_ats": [x["b_claimed"] for x in logs], "statuses": [x["b_status"] for x in logs],
+                "sent_ats": [x["b_sent"] for x in logs], "claimed": PushStatus.CLAIMED.value,
+            })
 
     def release(self, claims: list[Claim]) -> None:
         """Give back claims never sent (the sweep is stopping): due again at once, nothing counted."""

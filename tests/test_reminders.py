@@ -726,3 +726,41 @@ async def test_a_learner_busy_when_their_page_is_chosen_is_pushed_alone(db, smal
     await busy.__aexit__(None, None, None)
     report = await sweep
     assert sorted(transport.users) == ["u0", "u1", "u2", "u3"] and asked_alone == [ids[1]] and report.sent == 4
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+async def test_a_record_and_a_snooze_of_one_learner_never_deadlock(db, small_deck) -> None:
+    """A snooze writes the learner row, then the push-log row (``_snooze``'s flush order); a
+    record in between must wait on the learner row before it locks the push-log row, or the
+    two deadlock (PostgreSQL aborts one after a second). The snooze wins, the record is a no-op."""
+    import threading
+
+    import sqlalchemy as sa
+
+    clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))
+    engine = make_engine_for(db, small_deck, clock)
+    learner_id = await add_learner(engine, "u0")
+    sweeper = sweeper_for(engine, RecordingTransport())
+    claim = sweeper.claim_page("telegram", clock.now(), 10).claims[0]
+    snoozed_until = clock.now() + timedelta(hours=1)
+    errors: list[BaseException] = []
+    with db.connect() as snooze:
+        snooze.begin()
+        snooze.execute(sa.text("UPDATE learner SET next_push_at = :t WHERE id = :id"), {"t": snoozed_until, "id": learner_id})
+
+        def record() -> None:
+            try:
+                sweeper.record_many([(claim, PushStatus.SENT, clock.now())])
+            except BaseException as error:  # noqa: BLE001 - the deadlock, reported below
+                errors.append(error)
+
+        recording = threading.Thread(target=record)
+        recording.start()
+        await asyncio.sleep(0.3)  # the record is now waiting on the learner row
+        snooze.execute(sa.text("UPDATE pushlog SET status = 'snoozed' WHERE learner_id = :id"), {"id": learner_id})
+        snooze.commit()
+    recording.join(timeout=10)
+    assert not errors
+    with Session(db) as session:
+        assert session.get(Learner, learner_id).next_push_at == snoozed_until  # type: ignore[union-attr]
+        assert [row.status for row in session.exec(select(PushLog))] == [PushStatus.SNOOZED.value]
