@@ -357,7 +357,14 @@ def test_the_learnt_reading_hears_how_long_the_answer_is(offline_judge, rl08):
 
     import numpy as np
 
-    from grader.offline import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES, analyse, decide, features, words
+    from grader.offline import (
+        ALL_MISCONCEPTION_FEATURES,
+        ALL_POINT_FEATURES,
+        analyse,
+        decide,
+        features,
+        words,
+    )
 
     index = offline_judge.index(rl08)
     expert = next(a.text for a in rl08.reference_answers if a.kind == "expert")
