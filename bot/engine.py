@@ -13,7 +13,7 @@ import random
 import time as _time
 import unicodedata
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -240,9 +240,9 @@ class QuizEngine:
         ):
             waiting[review.learner_id] = review  # the latest one wins
         states: dict[int, list[CardState]] = defaultdict(list)
-        fresh = [learner.id for learner in learners if learner.id not in waiting]
-        if fresh:
-            for state in session.exec(select(CardState).where(col(CardState.learner_id).in_(fresh))):
+        choosing = [learner.id for learner in learners if learner.id not in waiting]
+        if choosing:
+            for state in session.exec(select(CardState).where(col(CardState.learner_id).in_(choosing))):
                 states[state.learner_id].append(state)
         replies: dict[int, list[Reply]] = {}
         opened: list[tuple[Learner, Card, bool, str]] = []
@@ -263,13 +263,11 @@ class QuizEngine:
                 card, repeat, label, new_state = choice
                 if new_state is not None:
                     introduced.append(new_state)
-                learner.current_card_id, learner.current_asked_at = card.id, self.clock.now()
-                session.add(learner)
                 opened.append((learner, card, repeat, label))
             if introduced:  # one multi-row insert: nothing here needs the new rows' ids
                 session.execute(sa.insert(CardState), [state.model_dump(exclude={"id"}) for state in introduced])
-            if opened:  # a new trap is open: the next free text answers it, not an old follow-up
-                self.followups.close_open_in(session, [learner.id for learner, *_ in opened])  # type: ignore[misc]
+            if opened:
+                self._open_in(session, [(learner, card.id) for learner, card, *_ in opened])
                 variants = wordings.ask_many(
                     session, [(learner.id, card) for learner, card, *_ in opened],  # type: ignore[misc]
                     rng=self.rng, now=self.clock.now(),
@@ -385,16 +383,20 @@ class QuizEngine:
         with Session(self.db) as session:
             learner = session.get(Learner, learner_id)
             assert learner is not None
-            self._open_in(session, learner, card_id)
+            self._open_in(session, [(learner, card_id)])
             session.commit()
 
-    def _open_in(self, session: Session, learner: Learner, card_id: str | None) -> None:
-        """Make ``card_id`` the learner's open trap in ``session`` (the caller commits)."""
-        learner.current_card_id = card_id
-        learner.current_asked_at = self.clock.now() if card_id else learner.current_asked_at
-        session.add(learner)
-        if card_id:  # a new trap is open: the next free text answers it, not an old follow-up
-            self.followups.close_open_in(session, [learner.id])  # type: ignore[list-item]
+    def _open_in(self, session: Session, openings: Sequence[tuple[Learner, str | None]]) -> None:
+        """Make each card its learner's open trap in ``session`` (None: no open trap); the
+        caller commits."""
+        for learner, card_id in openings:
+            learner.current_card_id = card_id
+            learner.current_asked_at = self.clock.now() if card_id else learner.current_asked_at
+            session.add(learner)
+        # A new trap is open: the next free text answers it, not an old follow-up.
+        started = [learner.id for learner, card_id in openings if card_id]
+        if started:
+            self.followups.close_open_in(session, started)  # type: ignore[arg-type]
 
     def _question_reply(self, learner_id: int | None, card: Card, *, repeat: bool, label: str) -> Reply:
         """The trap in the wording this learner is asked (``bot.wordings``), recorded."""
@@ -946,7 +948,7 @@ class QuizEngine:
             with Session(bind or self.db, expire_on_commit=False) as session:
                 return self._next_traps_in(session, held, extra_new=False)
 
-        _, chosen = await self._locks.run_free(learner_ids, work)
+        chosen = await self._locks.run_free(learner_ids, work)
         return {learner_id: self._as_push(replies) for learner_id, replies in (chosen or {}).items()}
 
     def _as_push(self, replies: list[Reply]) -> list[Reply]:

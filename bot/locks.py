@@ -77,31 +77,30 @@ class LearnerLocks:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.2)
 
-    async def run_free(self, learner_ids: list[int], work: Callable[..., T], /) -> tuple[list[int], T | None]:
+    async def run_free(self, learner_ids: list[int], work: Callable[..., T], /) -> T | None:
         """``work(bind, held)`` in one worker-thread call for those of ``learner_ids`` whose lock
-        is free now (``held``, in id order), holding their locks as ``run`` does; returns
-        ``(held, result)``, result None when none was free. A learner whose lock is taken,
-        here or on another replica, is left out and never waited for: the caller handles it
-        alone."""
+        is free now (``held``, in id order), holding their locks as ``run`` does; its result,
+        None when none was free. A learner whose lock is taken, here or on another replica, is
+        left out and never waited for: the caller handles it alone."""
         locks = {i: self._lock(i) for i in sorted(set(learner_ids))}  # strong references while this call lives
         free = [i for i, lock in locks.items() if not lock.locked()]
         for i in free:  # none of them is held, so no acquire waits
             await locks[i].acquire()
         try:
             if not free:
-                return [], None
+                return None
             if self._work_db is None:
-                return free, await asyncio.to_thread(work, None, free)
+                return await asyncio.to_thread(work, None, free)
             return await asyncio.to_thread(self._try_run_free, free, work)
         finally:
             for i in free:
                 locks[i].release()
 
-    def _try_run_free(self, learner_ids: list[int], work: Callable[..., T]) -> tuple[list[int], T | None]:
+    def _try_run_free(self, learner_ids: list[int], work: Callable[..., T]) -> T | None:
         assert self._work_db is not None
         with self._work_db.connect() as connection, connection.begin():
             held = list(connection.execute(_TRY_MANY_IN_TRANSACTION, {"ns": ADVISORY_NAMESPACE, "ids": learner_ids}).scalars())
-            return held, work(connection, held) if held else None
+            return work(connection, held) if held else None
 
     def _try_run(self, learner_id: int, work: Callable[..., T], args: tuple, kwargs: dict) -> tuple[bool, T | None]:
         assert self._work_db is not None

@@ -476,18 +476,7 @@ class ReminderSweeper:
             return
         bind = sa.bindparam
         held = sa.and_(LEARNER.c.id == bind("b_id"), LEARNER.c.next_push_at == bind("b_lease"))
-        with self.db.connect() as connection, connection.begin():
-            connection.execute(
-                sa.update(PUSH_LOG)
-                .where(
-                    PUSH_LOG.c.learner_id == bind("b_id"),
-                    PUSH_LOG.c.local_date == bind("b_day"),
-                    PUSH_LOG.c.status == PushStatus.CLAIMED.value,
-                    PUSH_LOG.c.claimed_at == bind("b_claimed"),
-                )
-                .values(status=bind("b_status"), sent_at=bind("b_sent")),
-                logs,
-            )
+        with self.db.connect() as connection, connection.begin():  # learner rows first, as on PostgreSQL
             if sent:
                 connection.execute(
                     sa.update(LEARNER).where(held).values(next_push_at=bind("b_next"), last_pushed_at=bind("b_pushed"), push_due_at=None),
@@ -500,6 +489,17 @@ class ReminderSweeper:
                     sa.update(LEARNER).where(LEARNER.c.id == bind("b_id")).values(active=False, next_push_at=None, push_due_at=None),
                     blocked,
                 )
+            connection.execute(
+                sa.update(PUSH_LOG)
+                .where(
+                    PUSH_LOG.c.learner_id == bind("b_id"),
+                    PUSH_LOG.c.local_date == bind("b_day"),
+                    PUSH_LOG.c.status == PushStatus.CLAIMED.value,
+                    PUSH_LOG.c.claimed_at == bind("b_claimed"),
+                )
+                .values(status=bind("b_status"), sent_at=bind("b_sent")),
+                logs,
+            )
 
     def _record_many_postgres(self, logs: list[dict], moved: list[dict], blocked: list[dict]) -> None:
         """``record_many`` on PostgreSQL: a statement per kind of write for the whole batch.
