@@ -375,3 +375,71 @@ def test_the_learnt_reading_hears_how_long_the_answer_is(offline_judge, rl08):
         assert np.allclose(point_x[:, ALL_POINT_FEATURES.index("answer_words")], expected)
         assert np.allclose(misc_x[:, ALL_MISCONCEPTION_FEATURES.index("misc_answer_words")], expected)
         assert point_x.shape[1] == len(ALL_POINT_FEATURES) and misc_x.shape[1] == len(ALL_MISCONCEPTION_FEATURES)
+
+
+def test_packed_embeddings_are_the_models_own(monkeypatch):
+    """``embed`` packs texts into shared rows behind a block-diagonal mask; each text must get
+    the vector ``SentenceTransformer.encode`` gives it alone, over several rows and passes."""
+    import numpy as np
+
+    from grader import offline
+
+    monkeypatch.setattr(offline, "ROWS_PER_PASS", 2)
+    model = offline.load_model()
+    texts = [
+        "ok",
+        "errors compound ~ eps T^2",
+        "Без базовой линии дисперсия оценки градиента велика.",
+        "The reward model is only a proxy fitted on a finite set of comparisons. " * 30,
+        *(f"clause {i}: the KL penalty keeps the policy near the reference" for i in range(60)),
+    ]
+    rows = offline._rows(
+        [len(ids) for ids in model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]]
+    )
+    assert len(rows) > offline.ROWS_PER_PASS  # more than one forward pass, several texts a row
+    expected = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    packed = offline.embed(texts)
+    assert packed.shape == expected.shape
+    assert float((packed * expected).sum(axis=1).min()) > 0.9999
+    assert np.allclose(np.linalg.norm(packed, axis=1), 1.0, atol=1e-5)
+
+
+def test_rows_pack_in_order_and_never_overflow():
+    from grader.offline import ROW_TOKENS, _rows
+
+    lengths = [5, ROW_TOKENS - 5, 1, ROW_TOKENS, 300, 300, 2]
+    rows = _rows(lengths)
+    assert [i for row in rows for i in row] == list(range(len(lengths)))
+    assert rows == [[0, 1], [2], [3], [4], [5, 6]]
+    assert all(sum(lengths[i] for i in row) <= ROW_TOKENS for row in rows)
+
+
+def test_a_unit_flagged_as_injection_implies_a_flagged_answer():
+    """``analyse`` scans units for injection patterns only when the whole answer has a hit;
+    that is exact only if a unit's hit is always a hit on its answer. Checked on every unit
+    of every labelled answer and of the attack answers."""
+    import json
+    from pathlib import Path
+
+    from cards.deck import default_deck
+    from grader.offline import MAX_ANSWER_CHARS, clauses, injection_matches, sentences
+
+    deck = {card.id: card for card in default_deck()}
+    folder = Path(__file__).resolve().parents[2] / "grader" / "calibration"
+    rows = [
+        json.loads(line)
+        for name in ("answers.jsonl", "training.jsonl", "calibration.jsonl")
+        for line in (folder / name).read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    flagged_units = 0
+    for row in rows:
+        ids = [point.id for point in deck[row["card_id"]].key_points]
+        answer = row["answer"][:MAX_ANSWER_CHARS]
+        whole = bool(injection_matches(answer, ids))
+        for sentence in sentences(answer):
+            for unit in (sentence, *clauses(answer, sentence)):
+                if injection_matches(unit.text, ids):
+                    flagged_units += 1
+                    assert whole, (row["id"], unit.text)
+    assert flagged_units > 20  # the injection answers' units are among them
