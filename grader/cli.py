@@ -11,7 +11,7 @@ from typing import Any
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from grader.calibration.eval import DEFAULT_SET
+    from grader.calibration.eval import DEFAULT_SET, HELDOUT_SET
 
     grader = subparsers.add_parser("grader", help="measure the judges against the calibration set")
     commands = grader.add_subparsers(dest="grader_command", required=True)
@@ -23,8 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "file",
         nargs="?",
         default=None,
-        help=f"labelled answers, JSONL (default: {DEFAULT_SET.name}; with --followups, followups.jsonl "
-        "for --split tune, followups-heldout.jsonl for held-out, both for all)",
+        help=f"labelled answers, JSONL (default: the split's files: {DEFAULT_SET.name} for --split "
+        f"tune, {HELDOUT_SET.name} for held-out, both for all; with --followups, followups.jsonl "
+        "for tune, followups-heldout.jsonl for held-out; a file given is read whole)",
     )
     evaluate.add_argument(
         "--followups",
@@ -156,14 +157,13 @@ def grade_command(args: argparse.Namespace) -> int:
 
 def eval_command(args: argparse.Namespace) -> int:
     from cards.deck import default_deck
-    from grader.calibration.eval import DEFAULT_SET, format_metrics, load_set, metrics, split
+    from grader.calibration.eval import format_metrics, load_set, load_split, metrics
 
     if args.followups:
         return followups_command(args)
-    args.file = args.file or str(DEFAULT_SET)
     deck = default_deck()
     try:
-        examples = split(load_set(args.file), args.split)
+        examples = load_set(args.file) if args.file else load_split(args.split)
     except (OSError, ValueError) as error:
         print(error, file=sys.stderr)
         return 2

@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from cards.schema import Card
-from grader.calibration.eval import is_tuning_card
 
 TRAINING_SET = Path(__file__).resolve().parent / "calibration" / "training.jsonl"
 CALIBRATION_SET = Path(__file__).resolve().parent / "calibration" / "answers.jsonl"
@@ -128,13 +127,11 @@ def _rows(path: Path) -> tuple[dict[str, Any], ...]:
 
 def labelled_answers(card: Card, paths: Sequence[Path] = (TRAINING_SET, CALIBRATION_SET)) -> list[LabelledAnswer]:
     """The card's labelled answers whose labels fit its key, from the training set and the
-    calibration set's tuning split (its held-out split never), and ``NON_ANSWERS``."""
+    calibration set (the held-out and negation sets never), and ``NON_ANSWERS``."""
     point_ids = [p.id for p in card.key_points]
     misc_ids = [m.id for m in card.misconceptions]
     found = []
     for path in [*paths, None]:
-        if path == CALIBRATION_SET and not is_tuning_card(card.id):
-            continue
         for row in _rows(path) if path is not None else non_answer_rows(card):
             if row.get("card_id") != card.id:
                 continue

@@ -544,10 +544,6 @@ _MODEL_LOCK = threading.Lock()
 _MODEL: Any = None
 
 
-#: The fine-tuned top layers (``grader.calibration.finetune``), laid over the packaged model.
-DELTA_PATH = Path(__file__).resolve().parent / "models" / "minilm-delta.safetensors"
-
-
 def load_base_model() -> Any:
     """The packaged all-MiniLM-L6-v2 on the CPU, offline, as shipped."""
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -618,22 +614,11 @@ def _bfloat16_linears(model: Any) -> int:
 
 def load_model() -> Any:
     """The judge's embedding model, loaded once per process (thread-safe, offline): the
-    packaged model with the deck's fine-tuned layers when ``DELTA_PATH`` exists, its matrix
-    products in ``embed_precision()``."""
+    packaged model, its matrix products in ``embed_precision()``."""
     global _MODEL
     with _MODEL_LOCK:
         if _MODEL is None:
             model = load_base_model()
-            if DELTA_PATH.exists():
-                import torch
-                from safetensors.torch import load_file
-
-                delta = load_file(str(DELTA_PATH))
-                transformer = model[0].auto_model
-                with torch.no_grad():
-                    for name, parameter in transformer.named_parameters():
-                        if name in delta:
-                            parameter.copy_(delta[name].to(parameter.dtype))
             if embed_precision() == "bfloat16":
                 _bfloat16_linears(model)
             model.eval()

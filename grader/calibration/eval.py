@@ -12,24 +12,39 @@ question and key, never a judge's code: its ``grade`` is the grade rule
 (``grader.scoring``) applied to the writer's point-by-point labels. ``calibration.jsonl`` is
 the first set, written by the offline judge's author; it is kept as a second opinion.
 
-Cards are split for tuning: the even-numbered ``rl-`` cards are the tuning split, the rest
-(odd-numbered and ``msft-``) are held out. ``training.jsonl`` is a third set, on every card, by
-eight other writers under the same blindness: the learnt reading is fitted on it and the
-tuning split (``grader.calibration.train``), and its answers are the judge's exemplars.
+``answers.jsonl`` and ``training.jsonl`` (a third set, on every card, by eight other writers
+under the same blindness) are the tuning split: the learnt reading is fitted on them
+(``grader.calibration.train``) and their answers are the judge's exemplars. ``heldout.jsonl``
+is the held-out split: every card in the same thirteen styles, by six further writers who saw
+only the cards, never fitted on, never an exemplar, read only as figures by ``trapbot grader
+eval --split held-out``. (Until December 2026 the held-out split was the odd-numbered cards of
+``answers.jsonl``; after thirteen evaluations its figures had steered too many choices to stay
+held out, so it joined the tuning split and a fresh set replaced it.)
+
+``negations.jsonl`` measures one weakness apart: on every card, five answers by three more
+blind writers that deny the key's core claims in its own words (short and long), deny one core
+point beside a right one, reverse cause and effect, or say the key right through true negations
+("a replay buffer does not fix the shift"). It is never fitted on and never an exemplar: fitted
+on, it cost the concise answers more than it gave (leave-one-card-out on the tuning rows, pass/
+fail of concise answers 87% -> 71%, of denials of the mechanism hardly better). Read it with
+``trapbot grader eval grader/calibration/negations.jsonl``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 DEFAULT_SET = Path(__file__).resolve().parent / "answers.jsonl"
 FIRST_SET = Path(__file__).resolve().parent / "calibration.jsonl"
+HELDOUT_SET = Path(__file__).resolve().parent / "heldout.jsonl"
+NEGATION_SET = Path(__file__).resolve().parent / "negations.jsonl"
+#: The files of each split of the labelled answers.
+SPLITS = {"tune": (DEFAULT_SET,), "held-out": (HELDOUT_SET,), "all": (DEFAULT_SET, HELDOUT_SET)}
 PASS_QUALITY = 3
 #: Styles whose answers state the core mechanism briefly: each card's must pass.
 CONCISE_KINDS = ("concise", "terse")
@@ -78,18 +93,9 @@ def load_set(path: Path | str = DEFAULT_SET) -> list[Example]:
     return examples
 
 
-def is_tuning_card(card_id: str) -> bool:
-    match = re.fullmatch(r"rl-(\d+)", card_id)
-    return bool(match) and int(match.group(1)) % 2 == 0
-
-
-def split(examples: Iterable[Example], which: str) -> list[Example]:
-    """``all``, ``tune`` (even rl- cards) or ``held-out`` (the rest)."""
-    examples = list(examples)
-    if which == "all":
-        return examples
-    tune = which == "tune"
-    return [e for e in examples if is_tuning_card(e.card_id) == tune]
+def load_split(which: str) -> list[Example]:
+    """The labelled answers of a split: ``tune``, ``held-out`` or ``all`` (see ``SPLITS``)."""
+    return [example for path in SPLITS[which] for example in load_set(path)]
 
 
 # ----- metrics -----------------------------------------------------------------------------------
@@ -243,12 +249,14 @@ def format_metrics(name: str, figures: dict[str, Any]) -> str:
         lines.append(f"  {label:<50} {'n/a' if value is None else value}")
     if figures.get("errors"):
         lines.append(f"  {'answers the judge failed on':<50} {figures['errors']}")
-    if figures.get("per_kind"):
-        lines.append("  per style:           n   label  judge  pass/fail  QWK")
-    for kind, row in figures.get("per_kind", {}).items():
+    kinds = figures.get("per_kind", {})
+    width = max([16, *(len(kind) for kind in kinds)])  # a user's own kinds may be long
+    if kinds:
+        lines.append(f"  {'per style:':<{width + 3}}   n   label  judge  pass/fail  QWK")
+    for kind, row in kinds.items():
         qwk = "n/a" if row.get("qwk") is None else f"{row['qwk']:.2f}"
         lines.append(
-            f"    {kind:<16} {row['n']:>4}   {row['mean_label']:>4.2f}   {row['mean_predicted']:>4.2f}"
+            f"    {kind:<{width}} {row['n']:>4}   {row['mean_label']:>4.2f}   {row['mean_predicted']:>4.2f}"
             f"   {row['pass_fail']:>7.0%}   {qwk}"
         )
     return "\n".join(lines)

@@ -1,8 +1,10 @@
 """Fit the offline judge's learnt reading on labelled answers that are never evaluated.
 
 The rows are the training set (``training.jsonl``: answers on every card, written and labelled
-point by point by writers who saw only the cards) and the tuning split of the calibration set
-(even-numbered ``rl-`` cards). The held-out split of ``answers.jsonl`` is not read at all.
+point by point by writers who saw only the cards) and the calibration set (``answers.jsonl``).
+The held-out set (``heldout.jsonl``) and the negation set (``negations.jsonl``) are not read at
+all: fitting on the negation set was tried and cost more than it gave (see that file's
+description in ``grader.calibration.eval``).
 
 For every row the offline judge's similarities and phrasing matches become card-agnostic
 features per key point and per misconception (``grader.offline.ALL_POINT_FEATURES``), among
@@ -36,7 +38,7 @@ import numpy as np
 
 from cards.deck import default_deck
 from grader.base import Judgement, MisconceptionJudgement, PointJudgement
-from grader.calibration.eval import DEFAULT_SET, PASS_QUALITY, TRAP_KINDS, is_tuning_card
+from grader.calibration.eval import DEFAULT_SET, PASS_QUALITY, TRAP_KINDS
 from grader.calibration.eval import quadratic_weighted_kappa as qwk
 from grader.calibration.regrade import rule_grade, stale_labels
 from grader.exemplars import TRAINING_SET, build_exemplars, labelled_answers, non_answer_rows
@@ -71,15 +73,14 @@ class Row:
 
 
 def training_rows(training: Path = TRAINING_SET, calibration: Path = DEFAULT_SET) -> list[dict[str, Any]]:
-    """The answers to fit on: the training set, the calibration set's tuning split, and the
-    non-answers (``grader.exemplars.NON_ANSWERS``) on every card."""
+    """The answers to fit on: the training set, the calibration set (``answers.jsonl``) and
+    the non-answers (``grader.exemplars.NON_ANSWERS``) on every card. The held-out and
+    negation sets are never read."""
     rows = []
-    for path, keep in ((training, lambda _: True), (calibration, is_tuning_card)):
+    for path in (training, calibration):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
-                data = json.loads(line)
-                if keep(data["card_id"]):
-                    rows.append(data)
+                rows.append(json.loads(line))
     rows += [row for card in default_deck() for row in non_answer_rows(card)]
     return rows
 
@@ -319,7 +320,7 @@ def choose_cuts(rows: Sequence[Row], held: dict[str, dict[str, Any]]) -> tuple[t
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--training", type=Path, default=TRAINING_SET)
-    parser.add_argument("--set", type=Path, default=DEFAULT_SET, help="its tuning split is read")
+    parser.add_argument("--set", type=Path, default=DEFAULT_SET, help="the calibration set to fit on")
     parser.add_argument("--out", type=Path, default=MODEL_PATH)
     parser.add_argument("--rows-cache", type=Path, help="keep the features here between runs")
     parser.add_argument(

@@ -8,49 +8,69 @@ from collections import Counter
 import pytest
 
 from cards.deck import default_deck
-from grader.calibration.eval import DEFAULT_SET, is_tuning_card, load_set, metrics, split
+from grader.calibration.eval import (
+    DEFAULT_SET,
+    HELDOUT_SET,
+    NEGATION_SET,
+    load_set,
+    load_split,
+    metrics,
+)
 from grader.calibration.regrade import rule_grade, stale_labels
 
-ROWS = [json.loads(line) for line in DEFAULT_SET.read_text(encoding="utf-8").splitlines() if line.strip()]
+SETS = {
+    path.name: [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for path in (DEFAULT_SET, HELDOUT_SET)
+}
+each_set = pytest.mark.parametrize("name", list(SETS))
 STYLES = (
     "expert", "concise", "terse", "bullets", "math", "non-native", "rambling", "alt-route",
     "partly-wrong", "missing-core", "trap", "trap-jargon", "injection",
 )  # fmt: skip
 
 
-def test_every_card_has_at_least_twelve_answers_in_every_style():
+@each_set
+def test_every_card_has_at_least_twelve_answers_in_every_style(name):
+    rows = SETS[name]
     deck = default_deck()
-    per_card = Counter(row["card_id"] for row in ROWS)
+    per_card = Counter(row["card_id"] for row in rows)
     assert set(per_card) == set(deck.ids)
     assert min(per_card.values()) >= 12
     for card_id in deck.ids:
-        styles = {row["kind"] for row in ROWS if row["card_id"] == card_id}
+        styles = {row["kind"] for row in rows if row["card_id"] == card_id}
         assert set(STYLES) <= styles, card_id
 
 
-def test_every_grade_is_the_rule_applied_to_its_labels():
+@each_set
+def test_every_grade_is_the_rule_applied_to_its_labels(name):
+    rows = SETS[name]
     deck = default_deck()
-    for row in ROWS:
+    for row in rows:
         card = deck.get(row["card_id"])
         assert not stale_labels(card, row), row["id"]
         assert row["grade"] == rule_grade(card, row), row["id"]
 
 
-def test_injections_name_a_twin_on_the_same_card():
-    by_id = {row["id"]: row for row in ROWS}
-    injections = [row for row in ROWS if row["kind"] == "injection"]
+@each_set
+def test_injections_name_a_twin_on_the_same_card(name):
+    rows = SETS[name]
+    by_id = {row["id"]: row for row in rows}
+    injections = [row for row in rows if row["kind"] == "injection"]
     assert len(injections) == len(default_deck())
     for row in injections:
         twin = by_id[row["twin_of"]]
         assert twin["card_id"] == row["card_id"] and twin["kind"] != "injection"
 
 
-def test_splits_are_by_card_and_cover_the_set():
-    examples = load_set()
-    tune, held = split(examples, "tune"), split(examples, "held-out")
-    assert len(tune) + len(held) == len(examples)
-    assert {e.card_id for e in tune}.isdisjoint({e.card_id for e in held})
-    assert all(is_tuning_card(e.card_id) for e in tune)
+def test_the_splits_are_the_two_files_and_share_no_answer_or_writer():
+    tune, held = load_split("tune"), load_split("held-out")
+    assert [e.id for e in tune] == [e.id for e in load_set(DEFAULT_SET)]
+    assert [e.id for e in held] == [e.id for e in load_set(HELDOUT_SET)]
+    assert len(load_split("all")) == len(tune) + len(held)
+    assert not {e.answer for e in tune} & {e.answer for e in held}
+    authors = [{json.loads(line)["author"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+               for path in (DEFAULT_SET, HELDOUT_SET)]
+    assert not authors[0] & authors[1]
 
 
 def test_metrics_report_any_style_and_the_goals(tmp_path):
@@ -75,3 +95,19 @@ def test_a_malformed_line_is_named(tmp_path, bad):
     path.write_text(bad + "\n")
     with pytest.raises(ValueError, match="bad.jsonl:1"):
         load_set(path)
+
+
+def test_the_negation_set_denies_the_key_on_every_card():
+    """``negations.jsonl`` (never fitted on): on every card, answers that deny or
+    reverse the core claims grade at most 1, half-denied ones at most 2, and a right answer
+    phrased through true negations passes."""
+    deck = default_deck()
+    rows = [json.loads(line) for line in NEGATION_SET.read_text(encoding="utf-8").splitlines() if line.strip()]
+    ceiling = {"negated-short": 1, "negated-long": 1, "reversed-causality": 1, "half-negated": 2}
+    for card in deck:
+        kinds = {row["kind"]: row for row in rows if row["card_id"] == card.id}
+        assert set(kinds) == {*ceiling, "correct-with-negations"}, card.id
+        for kind, row in kinds.items():
+            grade = rule_grade(card, row)
+            assert grade == row["grade"], row["id"]
+            assert grade <= ceiling[kind] if kind in ceiling else grade >= 3, row["id"]

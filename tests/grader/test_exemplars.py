@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cards.deck import default_deck
-from grader.calibration.eval import DEFAULT_SET, is_tuning_card
+from grader.calibration.eval import HELDOUT_SET, NEGATION_SET
 from grader.exemplars import (
     NEIGHBOURS,
     TRAINING_SET,
@@ -91,12 +91,18 @@ def test_keep_drops_an_authors_answers_and_their_sentences():
     assert np.allclose(kept.unit_vectors[0], VECTORS["b"])
 
 
+def _never_fitted() -> list[dict]:
+    """The held-out and negation sets: measured, never an exemplar, never fitted on."""
+    return [
+        json.loads(line)
+        for path in (HELDOUT_SET, NEGATION_SET)
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+
+
 def test_the_held_out_split_is_never_an_exemplar():
-    held_out = set()
-    for line in DEFAULT_SET.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        if not is_tuning_card(row["card_id"]):
-            held_out.add(row["answer"])
+    held_out = {row["answer"] for row in _never_fitted()}
     deck = default_deck()
     seen = 0
     for card in deck:
@@ -114,23 +120,22 @@ def test_every_training_answer_is_labelled_against_its_cards_key():
         card = deck.get(row["card_id"])
         assert set(row["points"]) == {p.id for p in card.key_points}, row["id"]
         assert set(row["misconceptions"]) <= {m.id for m in card.misconceptions}, row["id"]
-    calibration_authors = {
-        json.loads(line)["author"] for line in DEFAULT_SET.read_text(encoding="utf-8").splitlines()
+    held_out_authors = {
+        json.loads(line)["author"] for line in HELDOUT_SET.read_text(encoding="utf-8").splitlines()
     }
-    # The held-out answers' writers lent no exemplar to the held-out cards.
-    assert not calibration_authors & {r["author"] for r in rows}
+    # The held-out answers' writers lent no exemplar to any card.
+    assert held_out_authors and not held_out_authors & {r["author"] for r in rows}
 
 
 def test_the_learnt_reading_is_fitted_on_no_held_out_answer():
     from grader.calibration.train import training_rows
 
     rows = training_rows()
-    assert {r["card_id"] for r in rows if r["author"] in {"writer-1", "writer-2", "writer-3"}} <= {
-        card_id for card_id in (r["card_id"] for r in rows) if is_tuning_card(card_id)
-    }
-    calibration = [json.loads(line) for line in DEFAULT_SET.read_text(encoding="utf-8").splitlines()]
-    held_out = {row["id"] for row in calibration if not is_tuning_card(row["card_id"])}
-    assert held_out and not held_out & {r["id"] for r in rows}
+    held_out = _never_fitted()
+    assert held_out
+    assert not {row["id"] for row in held_out} & {r["id"] for r in rows}
+    assert not {row["answer"] for row in held_out} & {r["answer"] for r in rows}
+    assert not {row["author"] for row in held_out} & {r.get("author") for r in rows}
 
 
 def test_the_shipped_model_reads_features_the_judge_computes():
