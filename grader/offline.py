@@ -1427,7 +1427,10 @@ class PointModel:
 
     def __init__(self, data: dict[str, Any]):
         self.data = data
-        self.cut_present, self.cut_partial, self.cut_asserted = data["cuts"]
+        self.cut_present, self.cut_partial, self.cut_asserted = data["cuts"][:3]
+        # A model with a contradicted class also names the probability from which a point is
+        # read as contradicted; without one, no point is.
+        self.cut_contradicted = data["cuts"][3] if len(data["cuts"]) > 3 else math.inf
         # The columns of ``features`` this model was fitted on, by name.
         self.point_columns = [
             ALL_POINT_FEATURES.index(name) for name in data.get("point_features", POINT_FEATURES)
@@ -1472,14 +1475,16 @@ class PointModel:
         e = np.exp(logits)
         return e / e.sum(axis=1, keepdims=True)
 
-    def point_probabilities(self, point_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per key point, P(present) and P(present or partial)."""
+    def point_probabilities(self, point_x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per key point, P(present), P(present or partial) and P(contradicted) (zeros for a
+        model fitted without that class)."""
         if not len(point_x):
-            return np.zeros(0), np.zeros(0)
+            return np.zeros(0), np.zeros(0), np.zeros(0)
         p = self._proba("point", point_x)
         classes = self.data["point"]["classes"]
         present = p[:, classes.index(2)]
-        return present, present + p[:, classes.index(1)]
+        contradicted = p[:, classes.index(3)] if 3 in classes else np.zeros(len(p))
+        return present, present + p[:, classes.index(1)], contradicted
 
     def asserted_probabilities(self, misc_x: np.ndarray) -> np.ndarray:
         """Per misconception, P(asserted)."""
@@ -1487,19 +1492,28 @@ class PointModel:
 
     @staticmethod
     def verdicts_at(
-        present: np.ndarray, partial: np.ndarray, cut_present: float, cut_partial: float
+        present: np.ndarray,
+        partial: np.ndarray,
+        contradicted: np.ndarray,
+        cuts: Sequence[float],
     ) -> list[PointVerdict]:
+        """Verdicts at ``cuts`` (present, partial, asserted[, contradicted]): a credit first,
+        then a contradiction, then a partial credit."""
+        cut_contradicted = cuts[3] if len(cuts) > 3 else math.inf
         return [
             PointVerdict.PRESENT
-            if a >= cut_present
+            if a >= cuts[0]
+            else PointVerdict.CONTRADICTED
+            if c >= cut_contradicted
             else PointVerdict.PARTIAL
-            if b >= cut_partial
+            if b >= cuts[1]
             else PointVerdict.ABSENT
-            for a, b in zip(present, partial, strict=True)
+            for a, b, c in zip(present, partial, contradicted, strict=True)
         ]
 
     def verdicts(self, point_x: np.ndarray) -> list[PointVerdict]:
-        return self.verdicts_at(*self.point_probabilities(point_x), self.cut_present, self.cut_partial)
+        cuts = (self.cut_present, self.cut_partial, self.cut_asserted, self.cut_contradicted)
+        return self.verdicts_at(*self.point_probabilities(point_x), cuts)
 
     def asserted(self, misc_x: np.ndarray) -> list[bool]:
         return [bool(p >= self.cut_asserted) for p in self.asserted_probabilities(misc_x)]
@@ -1536,6 +1550,9 @@ def _quote_rows(ev: Evidence, units: Sequence[Unit], column: int, *, misc: bool 
     if not long_enough.any():
         return None
     return int(np.where(long_enough, sims, -2.0).argmax())
+
+
+_CREDITED = (PointVerdict.PRESENT, PointVerdict.PARTIAL)
 
 
 def decide_learnt(
@@ -1580,8 +1597,8 @@ def decide_learnt(
         if not point_x[k, point_said]
         and (
             (p.verdict is PointVerdict.PARTIAL and point_x[k, opposed])
-            or (p.verdict is not PointVerdict.ABSENT and point_x[k, point_denied])
-            or (p.verdict is not PointVerdict.ABSENT and point_x[k, opposed] and point_x[k, support] < 0)
+            or (p.verdict in _CREDITED and point_x[k, point_denied])
+            or (p.verdict in _CREDITED and point_x[k, opposed] and point_x[k, support] < 0)
         )
         else p
         for k, p in enumerate(learnt.points)

@@ -10,9 +10,10 @@ For every row the offline judge's similarities and phrasing matches become card-
 features per key point and per misconception (``grader.offline.ALL_POINT_FEATURES``), among
 them the votes of the card's other labelled answers (``grader.exemplars``). Those votes leave
 out every answer by the row's own author, as an answer from a new learner has no exemplar by
-that learner. Two logistic regressions (scikit-learn) learn P(present), P(partial) per point
-and P(asserted) per misconception. The regularisation and the cut-points on those
-probabilities are chosen by leave-one-card-out, maximising the quadratic weighted kappa of
+that learner. Two classifiers (scikit-learn: logistic regressions or gradient-boosted trees)
+learn P(present), P(partial), P(contradicted) per point (absent is the rest) and P(asserted)
+per misconception. The learner and the cut-points on those probabilities are chosen by
+leave-one-card-out, maximising the quadratic weighted kappa of
 the grades plus their pass/fail agreement, minus a penalty for every trap passed and every
 injected answer graded above its twin.
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import pickle
 import sys
 from collections.abc import Sequence
@@ -54,7 +56,9 @@ from grader.offline import (
 )
 from grader.scoring import INJECTION_CAP, quality_of
 
-POINT_CLASS = {"absent": 0, "contradicted": 0, "partial": 1, "present": 2}
+#: The point model's classes: a contradicted point is a class of its own (3), so a confident
+#: wrong claim beside the mechanism can be read as one (the rule then grades 2, not a pass).
+POINT_CLASS = {"absent": 0, "partial": 1, "present": 2, "contradicted": 3}
 
 
 @dataclass
@@ -260,9 +264,12 @@ def objective(rows: Sequence[Row], predicted: Sequence[int]) -> float:
 
 
 CUT_GRID = [
-    (present, partial, asserted)
-    for present, partial, asserted in itertools.product(
-        (0.2, 0.3, 0.4, 0.5, 0.6, 0.7), (0.3, 0.4, 0.5, 0.6, 0.7), (0.5, 0.6, 0.7, 0.8, 0.9)
+    (present, partial, asserted, contradicted)
+    for present, partial, asserted, contradicted in itertools.product(
+        (0.2, 0.3, 0.4, 0.5, 0.6, 0.7),
+        (0.3, 0.4, 0.5, 0.6, 0.7),
+        (0.5, 0.6, 0.7, 0.8, 0.9),
+        (0.5, 0.7, 0.9, math.inf),  # inf: no point is read as contradicted
     )
     if partial >= present - 0.2
 ]
@@ -281,11 +288,11 @@ def cross_fitted(
     return held
 
 
-def choose_cuts(rows: Sequence[Row], held: dict[str, dict[str, Any]]) -> tuple[tuple[float, float, float], float]:
+def choose_cuts(rows: Sequence[Row], held: dict[str, dict[str, Any]]) -> tuple[tuple[float, ...], float]:
     """The cut-points that do best when every card is judged by a model fitted without it.
     Each row's probabilities are computed once; only the cuts vary."""
     deck = default_deck()
-    models = {card_id: PointModel({**weights, "cuts": [0.5, 0.5, 0.5]}) for card_id, weights in held.items()}
+    models = {card_id: PointModel({**weights, "cuts": [0.5, 0.5, 0.5, 0.5]}) for card_id, weights in held.items()}
     read = [
         (
             deck.get(row.card_id),
@@ -295,8 +302,10 @@ def choose_cuts(rows: Sequence[Row], held: dict[str, dict[str, Any]]) -> tuple[t
         for row in rows
     ]
 
-    def quality(row: Row, card: Any, present: Any, partial: Any, asserted: Any, cuts: tuple[float, float, float]) -> int:
-        verdicts = PointModel.verdicts_at(present, partial, cuts[0], cuts[1])
+    def quality(
+        row: Row, card: Any, present: Any, partial: Any, contradicted: Any, asserted: Any, cuts: tuple[float, ...]
+    ) -> int:
+        verdicts = PointModel.verdicts_at(present, partial, contradicted, cuts)
         judgement = Judgement(
             judge="offline",
             points=tuple(PointJudgement(p.id, v, "") for p, v in zip(card.key_points, verdicts, strict=True)),
@@ -349,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     learner, cuts, score = best
     model = fit(rows, learner, *columns)
     model.update(
-        cuts=list(cuts),
+        cuts=list(cuts) if math.isfinite(cuts[-1]) else list(cuts[:3]),
         learner=learner[0],
         params=learner[1],
         trained_on=sorted({r.card_id for r in rows}),

@@ -220,13 +220,6 @@ def test_injection_patterns_leave_ordinary_rl_answers_alone():
     assert injection_matches(ordinary) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known miss of the reading refitted on all 1,850 tuning answers (December 2026): it "
-    "credits both core points of rl-16 from clauses that deny them ('the Monte Carlo target is "
-    "not the observed return'); fitting on written denials (negations.jsonl) fixed this one but "
-    "failed 16 points more of the concise answers, so it was not kept",
-)
 async def test_an_answer_negating_the_whole_mechanism_does_not_pass(offline_judge):
     card = default_deck().get("rl-16")
     negated = (

@@ -102,3 +102,30 @@ def test_training_grades_an_injection_no_higher_than_its_twin_as_the_judge_does(
 
     rows = [row("a"), row("a+", twin="a", injection=True), row("b"), row("b+", twin="b", injection=True), row("c", injection=True)]
     assert as_judged(rows, [0, 1, 3, 1, 1]) == [0, 0, 3, 1, 1]
+
+
+def test_a_reading_with_a_contradicted_class_reads_it_after_a_credit():
+    """A point model fitted with the contradicted class (3) reads a point as contradicted when
+    P(contradicted) reaches the fourth cut and P(present) misses the first; a model with three
+    cuts never reads a contradiction."""
+    card = default_deck().get("rl-08")
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(1200, 2))
+    y = np.select([x[:, 0] > 0.8, x[:, 0] > 0.0, x[:, 1] > 0.5], [2, 1, 3], default=0)
+    points = sklearn_ensemble.HistGradientBoostingClassifier(max_iter=60, random_state=0).fit(x, y)
+    misc = sklearn_ensemble.HistGradientBoostingClassifier(max_iter=10, random_state=0).fit(x, (x[:, 1] > 0).astype(int))
+    from grader.offline import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES
+
+    data = {
+        "point": export_trees(points),
+        "misconception": export_trees(misc),
+        "point_features": list(ALL_POINT_FEATURES[:2]),
+        "misconception_features": list(ALL_MISCONCEPTION_FEATURES[:2]),
+    }
+    rows = np.zeros((len(card.key_points), len(ALL_POINT_FEATURES)))
+    rows[:, 0] = [2.0, 0.4, -1.5, -1.5, -1.5, -1.5][: len(rows)]
+    rows[:, 1] = [2.0, 2.0, 2.0, -2.0, 2.0, -2.0][: len(rows)]
+    four = PointModel({**data, "cuts": [0.5, 0.5, 0.5, 0.5]}).verdicts(rows)
+    assert four[:4] == [PointVerdict.PRESENT, PointVerdict.PARTIAL, PointVerdict.CONTRADICTED, PointVerdict.ABSENT]
+    three = PointModel({**data, "cuts": [0.5, 0.5, 0.5]}).verdicts(rows)
+    assert PointVerdict.CONTRADICTED not in three and three[:2] == four[:2]
