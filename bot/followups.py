@@ -26,12 +26,9 @@ from bot.models import FollowUp, FollowUpStatus, Review, ReviewStatus
 from bot.replies import Button, Reply, ReplyKind
 from cards.deck import Deck
 from cards.schema import Card, KeyPoint
-from grader.base import Grader, Judgement, PointVerdict, read_followup
+from grader.base import CREDITED, Grader, Judgement, PointVerdict, read_followup
 
 log = logging.getLogger(__name__)
-
-#: The point's verdicts that mean "you got there".
-CREDITED = frozenset({PointVerdict.PRESENT, PointVerdict.PARTIAL})
 
 RESULT = {
     PointVerdict.PRESENT: "✅ **You got there.**",

@@ -22,6 +22,10 @@ class PointVerdict(StrEnum):
     CONTRADICTED = "contradicted"
 
 
+#: The verdicts that give a point credit ("you got there"): present or partial.
+CREDITED = frozenset({PointVerdict.PRESENT, PointVerdict.PARTIAL})
+
+
 @dataclass(frozen=True)
 class PointJudgement:
     point_id: str

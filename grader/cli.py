@@ -124,7 +124,7 @@ def grade_command(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    from grader.base import PointVerdict
+    from grader.base import CREDITED, PointVerdict
 
     marks = {
         PointVerdict.PRESENT: "+",
@@ -138,7 +138,7 @@ def grade_command(args: argparse.Namespace) -> int:
         quote = next((p.quote for p in grade.judgement.points if p.point_id == point.id), "")
         evidence = (
             f'  "{quote}"'
-            if quote and verdict in (PointVerdict.PRESENT, PointVerdict.PARTIAL)
+            if quote and verdict in CREDITED
             else ""
         )
         print(f"  [{marks[verdict]}] {point.id}{' (core)' if point.core else ''}{evidence}")

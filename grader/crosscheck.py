@@ -27,14 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from grader.base import Judgement, PointJudgement, PointVerdict
+from grader.base import CREDITED, Judgement, PointJudgement, PointVerdict
 from grader.scoring import check_evidence
 from grader.textnorm import fold_phrase, occurs_on_word_boundaries
 
 if TYPE_CHECKING:
     from cards.schema import Card
 
-CREDITED = (PointVerdict.PRESENT, PointVerdict.PARTIAL)
 NO_EVIDENCE = "no valid quote"
 INJECTED = "quotes the injected instructions"
 OFF_POINT = "the quote is not about the point"

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from grader.base import (
+    CREDITED,
     Assessment,
     Judgement,
     MisconceptionJudgement,
@@ -1427,10 +1428,10 @@ class PointModel:
 
     def __init__(self, data: dict[str, Any]):
         self.data = data
-        self.cut_present, self.cut_partial, self.cut_asserted = data["cuts"][:3]
-        # A model with a contradicted class also names the probability from which a point is
-        # read as contradicted; without one, no point is.
-        self.cut_contradicted = data["cuts"][3] if len(data["cuts"]) > 3 else math.inf
+        # present, partial, asserted, and for a model with a contradicted class the probability
+        # from which a point is read as contradicted (``verdicts_at``)
+        self.cuts = tuple(data["cuts"])
+        self.cut_asserted = self.cuts[2]
         # The columns of ``features`` this model was fitted on, by name.
         self.point_columns = [
             ALL_POINT_FEATURES.index(name) for name in data.get("point_features", POINT_FEATURES)
@@ -1512,8 +1513,7 @@ class PointModel:
         ]
 
     def verdicts(self, point_x: np.ndarray) -> list[PointVerdict]:
-        cuts = (self.cut_present, self.cut_partial, self.cut_asserted, self.cut_contradicted)
-        return self.verdicts_at(*self.point_probabilities(point_x), cuts)
+        return self.verdicts_at(*self.point_probabilities(point_x), self.cuts)
 
     def asserted(self, misc_x: np.ndarray) -> list[bool]:
         return [bool(p >= self.cut_asserted) for p in self.asserted_probabilities(misc_x)]
@@ -1550,9 +1550,6 @@ def _quote_rows(ev: Evidence, units: Sequence[Unit], column: int, *, misc: bool 
     if not long_enough.any():
         return None
     return int(np.where(long_enough, sims, -2.0).argmax())
-
-
-_CREDITED = (PointVerdict.PRESENT, PointVerdict.PARTIAL)
 
 
 def decide_learnt(
@@ -1597,8 +1594,8 @@ def decide_learnt(
         if not point_x[k, point_said]
         and (
             (p.verdict is PointVerdict.PARTIAL and point_x[k, opposed])
-            or (p.verdict in _CREDITED and point_x[k, point_denied])
-            or (p.verdict in _CREDITED and point_x[k, opposed] and point_x[k, support] < 0)
+            or (p.verdict in CREDITED and point_x[k, point_denied])
+            or (p.verdict in CREDITED and point_x[k, opposed] and point_x[k, support] < 0)
         )
         else p
         for k, p in enumerate(learnt.points)

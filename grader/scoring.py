@@ -33,7 +33,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from grader.base import Grade, Judgement, MisconceptionJudgement, PointJudgement, PointVerdict
+from grader.base import (
+    CREDITED,
+    Grade,
+    Judgement,
+    MisconceptionJudgement,
+    PointJudgement,
+    PointVerdict,
+)
 from grader.textnorm import fold_phrase, occurs_on_word_boundaries, word_count
 
 if TYPE_CHECKING:
@@ -83,7 +90,7 @@ def check_evidence(card: Card, judgement: Judgement, answer: str) -> Judgement:
     accepts = {point.id: point.accepts for point in card.key_points}
     points = []
     for point in judgement.points:
-        if point.verdict in (PointVerdict.PRESENT, PointVerdict.PARTIAL) and not valid_quote(
+        if point.verdict in CREDITED and not valid_quote(
             point.quote, answer, accepts.get(point.point_id, ())
         ):
             point = PointJudgement(point.point_id, PointVerdict.ABSENT, "")
@@ -110,8 +117,7 @@ def extra_coverage(card: Card, judgement: Judgement) -> float:
 def quality_of(card: Card, judgement: Judgement) -> tuple[int, tuple[str, ...]]:
     """The quality by the rule of the module docstring, and why it is not higher."""
     core = [judgement.verdict_for(point.id) for point in card.core_points]
-    credited = (PointVerdict.PRESENT, PointVerdict.PARTIAL)
-    core_credit = any(verdict in credited for verdict in core)
+    core_credit = any(verdict in CREDITED for verdict in core)
     asserted = any(m.asserted for m in judgement.misconceptions)
     if asserted:
         quality, reasons = (1 if core_credit else 0), [ASSERTS_MISCONCEPTION]
@@ -127,7 +133,7 @@ def quality_of(card: Card, judgement: Judgement) -> tuple[int, tuple[str, ...]]:
             lift = extra_coverage(card, judgement)
             quality, reasons = PASS_QUALITY + sum(lift >= cut for cut in LIFT_CUTS), []
     else:
-        extra_credit = any(judgement.verdict_for(p.id) in credited for p in card.extra_points)
+        extra_credit = any(judgement.verdict_for(p.id) in CREDITED for p in card.extra_points)
         quality = 2 if core_credit else 1 if extra_credit else 0
         reasons = [MISSING_CORE]
     if judgement.injection_suspected and quality > INJECTION_CAP:

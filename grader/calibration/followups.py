@@ -23,11 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.base import PointVerdict, read_followup
+from grader.base import CREDITED, PointVerdict, read_followup
 
 FOLLOWUP_SET = Path(__file__).resolve().parent / "followups.jsonl"
 HELDOUT_FOLLOWUP_SET = Path(__file__).resolve().parent / "followups-heldout.jsonl"
-CREDITED = frozenset({PointVerdict.PRESENT, PointVerdict.PARTIAL})
 RIGHT_KINDS = ("right-plain", "right-terse")
 
 

@@ -57,7 +57,7 @@ from grader.offline import (
 from grader.scoring import INJECTION_CAP, quality_of
 
 #: The point model's classes: a contradicted point is a class of its own (3), so a confident
-#: wrong claim beside the mechanism can be read as one (the rule then grades 2, not a pass).
+#: wrong claim beside the mechanism can be read as one (the rule then grades at most 2).
 POINT_CLASS = {"absent": 0, "partial": 1, "present": 2, "contradicted": 3}
 
 
