@@ -129,3 +129,39 @@ def test_a_reading_with_a_contradicted_class_reads_it_after_a_credit():
     assert four[:4] == [PointVerdict.PRESENT, PointVerdict.PARTIAL, PointVerdict.CONTRADICTED, PointVerdict.ABSENT]
     three = PointModel({**data, "cuts": [0.5, 0.5, 0.5]}).verdicts(rows)
     assert PointVerdict.CONTRADICTED not in three and three[:2] == four[:2]
+
+
+def _row(id: str, kind: str, label: int, twin_of: str | None = None):
+    from grader.calibration.train import Row
+
+    empty = np.zeros((0, 1))
+    return Row(id, "c", "", label, kind, empty, np.zeros(0), empty, np.zeros(0), twin_of=twin_of)
+
+
+def test_the_training_objective_weighs_every_style_the_same():
+    from grader.calibration.train import objective
+
+    # 20 terse answers that pass, 2 that miss a core point and fail, and non-answers that
+    # the objective leaves out of the mean style.
+    rows = (
+        [_row(f"t{i}", "terse", 3) for i in range(20)]
+        + [_row(f"m{i}", "missing-core", 2) for i in range(2)]
+        + [_row(f"n{i}", "non-answer", 0) for i in range(10)]
+    )
+    right = [r.label for r in rows]
+    one_terse_failed = [1 if r.id == "t0" else r.label for r in rows]
+    one_missing_passed = [3 if r.id == "m0" else r.label for r in rows]
+    assert objective(rows, right) == pytest.approx(2.0)
+    # One error among 20 terse answers costs a twentieth of that style; one among the two
+    # missing-core answers costs half of its style, whatever the non-answers.
+    terse_cost = objective(rows, right) - objective(rows, one_terse_failed)
+    missing_cost = objective(rows, right) - objective(rows, one_missing_passed)
+    assert missing_cost > terse_cost > 0
+    # A trap passed, or an injected answer above its twin, costs a tenth each.
+    rows += [_row("trap", "trap", 0), _row("inj", "injection", 0, twin_of="trap")]
+    graded = [r.label for r in rows]
+    passed_trap = graded[:-2] + [3, 0]
+    above_twin = graded[:-2] + [0, 1]
+    base = objective(rows, graded)
+    assert objective(rows, passed_trap) < base - 0.1
+    assert objective(rows, above_twin) < base - 0.1
