@@ -11,6 +11,11 @@ Votes are similarity-weighted means of the neighbours' labels (present 1, partia
 neighbour counts most. The learnt reading takes the votes and the nearest similarities as
 features beside the phrasing similarities (``grader.offline.POINT_FEATURES``).
 
+Every sentence of a labelled answer carries the whole answer's labels, so a nearest
+neighbour cannot say which sentence asserted the misconception of a mostly right answer.
+``contrasts`` asks instead which of the new answer's sentences is nearest the sentences of the
+answers labelled with it and farthest from those of the answers without it.
+
 The held-out split of the calibration set is never an exemplar.
 """
 
@@ -36,6 +41,7 @@ LABEL_VALUE = {"present": 1.0, "partial": 0.5, "absent": 0.0, "contradicted": 0.
 #: Answers at most this long lend their sentences as exemplars of what they were credited with.
 SHORT_ANSWER_WORDS = 45
 NEIGHBOURS = 5
+NON_ANSWER_KIND = "non-answer"
 TEMPERATURE = 0.05
 
 
@@ -48,6 +54,7 @@ class LabelledAnswer:
     points: np.ndarray  # (key points,) label values
     misconceptions: np.ndarray  # (misconceptions,) 1.0 when asserted
     twin_of: str | None = None
+    contradicted: np.ndarray | None = None  # (key points,) 1.0 where labelled contradicted
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,9 @@ class Exemplars:
     answer_vectors: np.ndarray  # (answers, d)
     unit_vectors: np.ndarray  # (units of short answers, d)
     unit_owner: np.ndarray  # (units,) row of the answer each unit comes from
+    claim_vectors: np.ndarray  # (claim units of every answer, d); the short ones are unit_vectors
+    claim_owner: np.ndarray  # (claim units,)
+
 
     def keep(self, exclude: Callable[[LabelledAnswer], bool]) -> Exemplars:
         """The exemplars without those ``exclude`` names (an answer's own author in training)."""
@@ -66,11 +76,14 @@ class Exemplars:
             return self
         new_row = np.cumsum(kept) - 1
         unit_kept = kept[self.unit_owner] if len(self.unit_owner) else np.zeros(0, dtype=bool)
+        claim_kept = kept[self.claim_owner] if len(self.claim_owner) else np.zeros(0, dtype=bool)
         return Exemplars(
             answers=tuple(a for a, k in zip(self.answers, kept, strict=True) if k),
             answer_vectors=self.answer_vectors[kept],
             unit_vectors=self.unit_vectors[unit_kept],
             unit_owner=new_row[self.unit_owner[unit_kept]],
+            claim_vectors=self.claim_vectors[claim_kept],
+            claim_owner=new_row[self.claim_owner[claim_kept]],
         )
 
 
@@ -105,7 +118,7 @@ def non_answer_rows(card: Card) -> list[dict[str, Any]]:
         {
             "id": f"non-answer/{card.id}/{i}",
             "card_id": card.id,
-            "kind": "non-answer",
+            "kind": NON_ANSWER_KIND,
             "answer": text,
             "author": f"non-answer-{i}",
             "points": {point.id: "absent" for point in card.key_points},
@@ -149,9 +162,15 @@ def labelled_answers(card: Card, paths: Sequence[Path] = (TRAINING_SET, CALIBRAT
                         [float(m in row.get("misconceptions", ())) for m in misc_ids]
                     ),
                     twin_of=row.get("twin_of"),
+                    contradicted=np.asarray([float(labels[p] == "contradicted") for p in point_ids]),
                 )
             )
     return found
+
+
+def is_short(answer: LabelledAnswer) -> bool:
+    """A short answer's claims are exemplars of what it was credited with (its units)."""
+    return len(answer.answer.split()) <= SHORT_ANSWER_WORDS
 
 
 def build_exemplars(
@@ -161,7 +180,7 @@ def build_exemplars(
 ) -> Exemplars:
     """Embed ``answers`` with ``answer_vector`` (text -> the answer's vector and the vectors of
     its claim sentences, as the judge reads an answer)."""
-    vectors, units, owners, kept = [], [], [], []
+    vectors, claims, owners, kept = [], [], [], []
     for answer in answers:
         whole, sentence_vectors = answer_vector(answer.answer)
         if whole is None:
@@ -169,15 +188,35 @@ def build_exemplars(
         row = len(kept)
         kept.append(answer)
         vectors.append(whole)
-        if len(answer.answer.split()) <= SHORT_ANSWER_WORDS:
-            for vector in sentence_vectors:
-                units.append(vector)
-                owners.append(row)
+        for vector in sentence_vectors:
+            claims.append(vector)
+            owners.append(row)
+    short = np.asarray([is_short(a) for a in kept], dtype=bool)
+    return _assembled(
+        tuple(kept),
+        np.asarray(vectors, dtype=np.float32).reshape(len(vectors), dim),
+        np.asarray(claims, dtype=np.float32).reshape(len(claims), dim),
+        np.asarray(owners, dtype=int),
+        short,
+    )
+
+
+def _assembled(
+    answers: tuple[LabelledAnswer, ...],
+    answer_vectors: np.ndarray,
+    claim_vectors: np.ndarray,
+    claim_owner: np.ndarray,
+    short: np.ndarray,
+) -> Exemplars:
+    """Exemplars whose short answers (``short``, per answer) lend their claims as units."""
+    lends = short[claim_owner] if len(claim_owner) else np.zeros(0, dtype=bool)
     return Exemplars(
-        answers=tuple(kept),
-        answer_vectors=np.asarray(vectors, dtype=np.float32).reshape(len(vectors), dim),
-        unit_vectors=np.asarray(units, dtype=np.float32).reshape(len(units), dim),
-        unit_owner=np.asarray(owners, dtype=int),
+        answers=answers,
+        answer_vectors=answer_vectors,
+        unit_vectors=claim_vectors[lends],
+        unit_owner=claim_owner[lends],
+        claim_vectors=claim_vectors,
+        claim_owner=claim_owner,
     )
 
 
@@ -228,6 +267,55 @@ def votes(
     return both[:n_points], both[n_points:]
 
 
+#: Per key point: how far the answer's most telling sentence is nearer the sentences of answers
+#: labelled as contradicting the point than those of answers credited with it, beside that
+#: sentence's similarity to its nearest contradicting sentence.
+POINT_CONTRAST_FEATURES = ("contradiction_contrast", "contradiction_contrast_sim")
+#: Per misconception: the same between answers that asserted it and answers that did not.
+MISC_CONTRAST_FEATURES = ("misc_contrast", "misc_contrast_sim")
+
+
+def _contrast(sims: np.ndarray, near: np.ndarray, far: np.ndarray) -> np.ndarray:
+    """(targets, 2): per target, the largest (nearest in ``near`` - nearest in ``far``) over the
+    answer's sentences, and the ``near`` similarity there; (0, -1) where either group is empty.
+
+    An answer that asserts a misconception usually says it in one sentence among right ones;
+    every sentence of a labelled answer shares its label, so a single nearest neighbour cannot
+    tell which sentence carried it. The sentence that is near the asserting answers and far from
+    all the others can (a multiple-instance reading)."""
+    out = np.tile([0.0, -1.0], (near.shape[1], 1))
+    if not sims.size:
+        return out
+    for t in range(near.shape[1]):
+        if near[:, t].any() and far[:, t].any():
+            best_near = sims[:, near[:, t]].max(axis=1)
+            gap = best_near - sims[:, far[:, t]].max(axis=1)
+            row = int(gap.argmax())
+            out[t] = gap[row], best_near[row]
+    return out
+
+
+def contrasts(
+    exemplars: Exemplars | None, unit_vectors: np.ndarray, n_points: int, n_misc: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(points, POINT_CONTRAST_FEATURES) and (misconceptions, MISC_CONTRAST_FEATURES) for an
+    answer's claim vectors, against every claim of the exemplars."""
+    points = np.tile([0.0, -1.0], (n_points, 1))
+    misc = np.tile([0.0, -1.0], (n_misc, 1))
+    if exemplars is None or not len(exemplars.claim_vectors) or not len(unit_vectors):
+        return points, misc
+    owner = exemplars.claim_owner
+    credited = np.vstack([a.points for a in exemplars.answers]) == 1.0
+    contradicted = np.vstack(
+        [a.contradicted if a.contradicted is not None else np.zeros(n_points) for a in exemplars.answers]
+    ).astype(bool)
+    asserted = np.vstack([a.misconceptions for a in exemplars.answers]).reshape(-1, n_misc).astype(bool)
+    sims = unit_vectors @ exemplars.claim_vectors.T  # (answer claims, exemplar claims)
+    points[:] = _contrast(sims, contradicted[owner], credited[owner])
+    misc[:] = _contrast(sims, asserted[owner], ~asserted[owner])
+    return points, misc
+
+
 #: Every card's exemplars embedded ahead (``python -m grader.exemplars``), so a start does not
 #: spend minutes of CPU on them; a card whose key or answers changed is embedded on first use.
 VECTORS_PATH = Path(__file__).resolve().parent / "models" / "exemplars.npz"
@@ -255,14 +343,15 @@ def _stored() -> dict[str, np.ndarray]:
 
 def _from_store(card: Card, key: str, answers: Sequence[LabelledAnswer]) -> Exemplars | None:
     stored = _stored()
-    if str(stored.get(f"{card.id}/key", "")) != key:
+    if str(stored.get(f"{card.id}/key", "")) != key or f"{card.id}/claims" not in stored:
         return None
     by_id = {a.id: a for a in answers}
-    return Exemplars(
-        answers=tuple(by_id[i] for i in stored[f"{card.id}/ids"].tolist()),
-        answer_vectors=stored[f"{card.id}/answers"].astype(np.float32),
-        unit_vectors=stored[f"{card.id}/units"].astype(np.float32),
-        unit_owner=stored[f"{card.id}/owner"].astype(int),
+    return _assembled(
+        tuple(by_id[i] for i in stored[f"{card.id}/ids"].tolist()),
+        stored[f"{card.id}/answers"].astype(np.float32),
+        stored[f"{card.id}/claims"].astype(np.float32),
+        stored[f"{card.id}/owner"].astype(int),
+        stored[f"{card.id}/short"].astype(bool),
     )
 
 
@@ -299,8 +388,9 @@ def store(cards: Sequence[Card], path: Path = VECTORS_PATH) -> None:
         arrays[f"{card.id}/key"] = np.asarray(fingerprint(card, index.version, answers))
         arrays[f"{card.id}/ids"] = np.asarray([a.id for a in built.answers])
         arrays[f"{card.id}/answers"] = built.answer_vectors.astype(np.float16)
-        arrays[f"{card.id}/units"] = built.unit_vectors.astype(np.float16)
-        arrays[f"{card.id}/owner"] = built.unit_owner.astype(np.int32)
+        arrays[f"{card.id}/claims"] = built.claim_vectors.astype(np.float16)
+        arrays[f"{card.id}/owner"] = built.claim_owner.astype(np.int32)
+        arrays[f"{card.id}/short"] = np.asarray([is_short(a) for a in built.answers], dtype=bool)
         print(f"  [{number}/{len(cards)}] {card.id}: {len(built.answers)} answers", file=sys.stderr, flush=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(path, **arrays)

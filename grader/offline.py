@@ -58,7 +58,15 @@ from grader.base import (
     PointJudgement,
     PointVerdict,
 )
-from grader.exemplars import VOTE_FEATURES, Exemplars, card_exemplars, votes
+from grader.exemplars import (
+    MISC_CONTRAST_FEATURES,
+    POINT_CONTRAST_FEATURES,
+    VOTE_FEATURES,
+    Exemplars,
+    card_exemplars,
+    contrasts,
+    votes,
+)
 from grader.followup import FollowUpModel, followup_features, probe_exemplars
 from grader.scoring import grade_from_judgement
 from grader.textnorm import fold, fold_phrase, unhide
@@ -1084,8 +1092,14 @@ _REJECTION = re.compile(
     re.IGNORECASE,
 )
 #: Every feature ``features`` returns; a fitted model names the ones it reads.
-ALL_POINT_FEATURES = POINT_FEATURES + VOTE_FEATURES
-ALL_MISCONCEPTION_FEATURES = MISCONCEPTION_FEATURES + tuple(f"misc_{name}" for name in VOTE_FEATURES)
+ALL_POINT_FEATURES = POINT_FEATURES + VOTE_FEATURES + POINT_CONTRAST_FEATURES
+ALL_MISCONCEPTION_FEATURES = (
+    MISCONCEPTION_FEATURES + tuple(f"misc_{name}" for name in VOTE_FEATURES) + MISC_CONTRAST_FEATURES
+)
+#: The features read from the card's labelled answers (``grader.exemplars``).
+EXEMPLAR_FEATURES = frozenset(
+    (*VOTE_FEATURES, *(f"misc_{name}" for name in VOTE_FEATURES), *POINT_CONTRAST_FEATURES, *MISC_CONTRAST_FEATURES)
+)
 
 
 @dataclass(frozen=True)
@@ -1261,9 +1275,11 @@ def claim_vectors(analysis: Analysis, usable: np.ndarray) -> tuple[np.ndarray | 
 def answer_votes(
     analysis: Analysis, usable: np.ndarray, exemplars: Exemplars | None, n_points: int, n_misc: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The exemplars' votes (``grader.exemplars``) for this answer."""
+    """The exemplars' votes and contrasts (``grader.exemplars``) for this answer."""
     whole, unit_vectors = claim_vectors(analysis, usable)
-    return votes(exemplars, whole, unit_vectors, n_points, n_misc)
+    point_votes, misc_votes = votes(exemplars, whole, unit_vectors, n_points, n_misc)
+    point_contrasts, misc_contrasts = contrasts(exemplars, unit_vectors, n_points, n_misc)
+    return np.hstack([point_votes, point_contrasts]), np.hstack([misc_votes, misc_contrasts])
 
 
 def exemplar_vectors(
@@ -1450,7 +1466,7 @@ class PointModel:
     @property
     def uses_exemplars(self) -> bool:
         names = [*self.data.get("point_features", ()), *self.data.get("misconception_features", ())]
-        return any(name.startswith(("knn_", "misc_knn_")) for name in names)
+        return any(name in EXEMPLAR_FEATURES for name in names)
 
     @classmethod
     def load(cls, path: Path | None = None) -> PointModel | None:

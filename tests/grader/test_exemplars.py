@@ -10,11 +10,14 @@ import pytest
 from cards.deck import default_deck
 from grader.calibration.eval import HELDOUT_SET, NEGATION_SET
 from grader.exemplars import (
+    MISC_CONTRAST_FEATURES,
     NEIGHBOURS,
+    POINT_CONTRAST_FEATURES,
     TRAINING_SET,
     VOTE_FEATURES,
     LabelledAnswer,
     build_exemplars,
+    contrasts,
     labelled_answers,
     votes,
 )
@@ -89,6 +92,69 @@ def test_keep_drops_an_authors_answers_and_their_sentences():
     assert [a.id for a in kept.answers] == ["b"]
     assert len(kept.unit_vectors) == 1 and kept.unit_owner.tolist() == [0]
     assert np.allclose(kept.unit_vectors[0], VECTORS["b"])
+    assert len(kept.claim_vectors) == 1 and kept.claim_owner.tolist() == [0]
+
+
+SENTENCES = {
+    "core": _unit(1, 0, 0, 0),  # said by every on-topic answer
+    "wrong": _unit(0, 1, 0, 0),  # the misconception, said only by the answers labelled with it
+    "point": _unit(0, 0, 1, 0),  # the second key point, said only by answers credited with it
+    "denial": _unit(0, 0, 0, 1),  # the second key point contradicted
+}
+
+
+def _labelled(id: str, sentences: list[str], points: list[float], misc: list[float], contradicted=None):
+    return LabelledAnswer(
+        id=id,
+        card_id="c",
+        author=id,
+        answer=" ".join(sentences) + " " + " ".join(["w"] * 60),  # long: lends no units
+        points=np.asarray(points),
+        misconceptions=np.asarray(misc),
+        contradicted=None if contradicted is None else np.asarray(contradicted),
+    )
+
+
+def _by_sentences(answers: list[LabelledAnswer]):
+    return build_exemplars(
+        answers,
+        lambda text: (SENTENCES["core"], [SENTENCES[w] for w in text.split() if w in SENTENCES]),
+        dim=4,
+    )
+
+
+def test_the_sentence_that_only_labelled_answers_say_carries_the_contrast():
+    exemplars = _by_sentences(
+        [
+            _labelled("right", ["core", "point"], [1.0, 1.0], [0.0]),
+            _labelled("partly-wrong", ["core", "wrong"], [1.0, 0.0], [1.0]),
+            _labelled("missing", ["core"], [1.0, 0.0], [0.0]),
+            _labelled("denies", ["core", "denial"], [1.0, 0.0], [0.0], contradicted=[0.0, 1.0]),
+        ]
+    )
+    assert not len(exemplars.unit_vectors) and len(exemplars.claim_vectors) == 7
+    contrast, near = (MISC_CONTRAST_FEATURES.index(n) for n in ("misc_contrast", "misc_contrast_sim"))
+    # A right core beside the wrong claim: the wrong sentence is near an asserting answer only.
+    points, misc = contrasts(exemplars, np.stack([SENTENCES["core"], SENTENCES["wrong"]]), 2, 1)
+    assert misc.shape == (1, len(MISC_CONTRAST_FEATURES)) and points.shape == (2, len(POINT_CONTRAST_FEATURES))
+    assert misc[0, contrast] == pytest.approx(1.0) and misc[0, near] == pytest.approx(1.0)
+    # The same core alone: every sentence is as near an answer without the misconception.
+    _, misc = contrasts(exemplars, np.stack([SENTENCES["core"]]), 2, 1)
+    assert misc[0, contrast] == pytest.approx(0.0)
+    # A sentence near an answer that contradicted the second point, and far from every answer
+    # credited with it, contrasts it; the point's own sentence, or the shared core, does not.
+    contradiction = POINT_CONTRAST_FEATURES.index("contradiction_contrast")
+    points, _ = contrasts(exemplars, np.stack([SENTENCES["core"], SENTENCES["denial"]]), 2, 1)
+    assert points[1, contradiction] == pytest.approx(1.0)
+    assert points[0, contradiction] == 0.0  # no answer contradicted the first point
+    points, _ = contrasts(exemplars, np.stack([SENTENCES["core"], SENTENCES["point"]]), 2, 1)
+    assert points[1, contradiction] == pytest.approx(0.0)
+
+
+def test_no_exemplars_or_no_sentences_contrast_nothing():
+    for exemplars, units in ((None, np.stack([_unit(1)])), (_exemplars([_answer("a", "w1", [1.0], [])]), np.zeros((0, 4)))):
+        points, misc = contrasts(exemplars, units, 1, 1)
+        assert points.tolist() == [[0.0, -1.0]] and misc.tolist() == [[0.0, -1.0]]
 
 
 def _never_fitted() -> list[dict]:
@@ -169,6 +235,7 @@ def test_the_stored_vectors_fit_every_card_so_a_start_embeds_none():
         assert stored is not None, f"{card.id}: stored exemplar vectors are stale"
         assert len(stored.answer_vectors) == len(stored.answers) >= 17
         assert len(stored.unit_vectors) == len(stored.unit_owner)
+        assert len(stored.claim_vectors) == len(stored.claim_owner) >= len(stored.unit_vectors)
 
 
 def test_stored_vectors_are_not_used_for_a_changed_card():
@@ -190,3 +257,5 @@ async def test_stored_vectors_match_a_fresh_embedding(offline_judge, rl08):
     assert [a.id for a in stored.answers] == [a.id for a in fresh.answers]
     assert np.allclose(stored.answer_vectors, fresh.answer_vectors, atol=2e-3)
     assert np.allclose(stored.unit_vectors, fresh.unit_vectors, atol=2e-3)
+    assert np.allclose(stored.claim_vectors, fresh.claim_vectors, atol=2e-3)
+    assert stored.claim_owner.tolist() == fresh.claim_owner.tolist()
