@@ -28,6 +28,15 @@ point beside a right one, reverse cause and effect, or say the key right through
 on, it cost the concise answers more than it gave (leave-one-card-out on the tuning rows, pass/
 fail of concise answers 87% -> 71%, of denials of the mechanism hardly better). Read it with
 ``trapbot grader eval grader/calibration/negations.jsonl``.
+
+``near-misses.jsonl`` measures the judge's leniency: on every card, two answers that leave out
+a core point and two that put one confident wrong claim (a misconception, or the opposite of
+a key point) beside a right core, 104 in all, written and labelled point by point by four more
+blind writers. It is never fitted on and never an exemplar. Fitting on it was tried (December
+2026) and not kept: leave-one-card-out on the tuning rows, answers missing a core point rose
+from 67% to 76% pass/fail agreement but partly wrong ones fell from 63% to 53%, and the cut
+search then stopped reading any point as contradicted, which passed a fluent denial of the
+whole mechanism. Read it with ``trapbot grader eval grader/calibration/near-misses.jsonl``.
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ DEFAULT_SET = Path(__file__).resolve().parent / "answers.jsonl"
 FIRST_SET = Path(__file__).resolve().parent / "calibration.jsonl"
 HELDOUT_SET = Path(__file__).resolve().parent / "heldout.jsonl"
 NEGATION_SET = Path(__file__).resolve().parent / "negations.jsonl"
+NEAR_MISS_SET = Path(__file__).resolve().parent / "near-misses.jsonl"
 #: The files of each split of the labelled answers.
 SPLITS = {"tune": (DEFAULT_SET,), "held-out": (HELDOUT_SET,), "all": (DEFAULT_SET, HELDOUT_SET)}
 PASS_QUALITY = 3

@@ -11,6 +11,7 @@ from cards.deck import default_deck
 from grader.calibration.eval import (
     DEFAULT_SET,
     HELDOUT_SET,
+    NEAR_MISS_SET,
     NEGATION_SET,
     load_set,
     load_split,
@@ -111,3 +112,22 @@ def test_the_negation_set_denies_the_key_on_every_card():
             grade = rule_grade(card, row)
             assert grade == row["grade"], row["id"]
             assert grade <= ceiling[kind] if kind in ceiling else grade >= 3, row["id"]
+
+
+def test_the_near_miss_set_fails_on_every_card():
+    """``near-misses.jsonl`` (never fitted on): on every card, two answers missing a core point
+    and two partly wrong ones, each below the pass mark by its own labels."""
+    deck = default_deck()
+    rows = [json.loads(line) for line in NEAR_MISS_SET.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len({row["id"] for row in rows}) == len(rows)
+    for card in deck:
+        mine = [row for row in rows if row["card_id"] == card.id]
+        assert sorted(row["kind"] for row in mine) == ["missing-core"] * 2 + ["partly-wrong"] * 2, card.id
+        core = {point.id for point in card.key_points if point.core}
+        for row in mine:
+            grade = rule_grade(card, row)
+            assert grade == row["grade"] and grade <= 2, row["id"]
+            if row["kind"] == "missing-core":
+                assert any(row["points"][point] in ("absent", "partial") for point in core), row["id"]
+            else:
+                assert row["misconceptions"] or "contradicted" in row["points"].values(), row["id"]
