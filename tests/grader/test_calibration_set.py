@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -19,10 +20,13 @@ from grader.calibration.eval import (
 )
 from grader.calibration.regrade import rule_grade, stale_labels
 
-SETS = {
-    path.name: [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    for path in (DEFAULT_SET, HELDOUT_SET)
-}
+
+def _rows(path: Path) -> list[dict]:
+    """A labelled set's rows, as written."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+SETS = {path.name: _rows(path) for path in (DEFAULT_SET, HELDOUT_SET)}
 each_set = pytest.mark.parametrize("name", list(SETS))
 STYLES = (
     "expert", "concise", "terse", "bullets", "math", "non-native", "rambling", "alt-route",
@@ -69,8 +73,7 @@ def test_the_splits_are_the_two_files_and_share_no_answer_or_writer():
     assert [e.id for e in held] == [e.id for e in load_set(HELDOUT_SET)]
     assert len(load_split("all")) == len(tune) + len(held)
     assert not {e.answer for e in tune} & {e.answer for e in held}
-    authors = [{json.loads(line)["author"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
-               for path in (DEFAULT_SET, HELDOUT_SET)]
+    authors = [{row["author"] for row in _rows(path)} for path in (DEFAULT_SET, HELDOUT_SET)]
     assert not authors[0] & authors[1]
 
 
@@ -103,7 +106,7 @@ def test_the_negation_set_denies_the_key_on_every_card():
     reverse the core claims grade at most 1, half-denied ones at most 2, and a right answer
     phrased through true negations passes."""
     deck = default_deck()
-    rows = [json.loads(line) for line in NEGATION_SET.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = _rows(NEGATION_SET)
     ceiling = {"negated-short": 1, "negated-long": 1, "reversed-causality": 1, "half-negated": 2}
     for card in deck:
         kinds = {row["kind"]: row for row in rows if row["card_id"] == card.id}
@@ -118,7 +121,7 @@ def test_the_near_miss_set_fails_on_every_card():
     """``near-misses.jsonl`` (never fitted on): on every card, two answers missing a core point
     and two partly wrong ones, each below the pass mark by its own labels."""
     deck = default_deck()
-    rows = [json.loads(line) for line in NEAR_MISS_SET.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = _rows(NEAR_MISS_SET)
     assert len({row["id"] for row in rows}) == len(rows)
     for card in deck:
         mine = [row for row in rows if row["card_id"] == card.id]
