@@ -130,3 +130,15 @@ def test_a_sentence_of_the_other_polarity_does_not_state_the_point():
     nothing = part.probabilities("card", ["p0"], points[:1], owner, stating.units, np.zeros_like(same))[0]
     empty = part.probabilities("card", ["p0"], points[:1], owner, np.zeros((0, 384)))[0]
     assert nothing == pytest.approx(empty)
+
+
+def test_a_model_that_reads_the_reader_refuses_to_grade_without_it(monkeypatch):
+    """A broken install says so at once instead of grading with the reader's columns empty."""
+    from grader import offline
+    from grader.offline import OfflineJudge, PointModel
+
+    model = PointModel.load()
+    assert model is not None and model.uses_reader
+    monkeypatch.setattr(offline, "shipped_reader", lambda: None)
+    with pytest.raises(FileNotFoundError, match="sentence reader"):
+        OfflineJudge(model=model).reader()
