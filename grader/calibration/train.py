@@ -185,10 +185,11 @@ def reader_folds(authors: Iterable[str]) -> dict[str, int]:
 def fit_reader(rows: Sequence[Row]) -> SentenceReader:
     """A sentence reader (``grader.sentence_reader``) fitted on ``rows``' labels."""
     deck = default_deck()
+    judge = OfflineJudge(model=None)
     point_examples, misc_examples = [], []
     for row in rows:
         card = deck.get(row.card_id)
-        index = OfflineJudge(model=None).index(card)
+        index = judge.index(card)
         read = row.read
         assert read is not None
         for k, (point, label) in enumerate(zip(card.key_points, row.point_labels, strict=True)):

@@ -142,3 +142,60 @@ def test_a_model_that_reads_the_reader_refuses_to_grade_without_it(monkeypatch):
     monkeypatch.setattr(offline, "shipped_reader", lambda: None)
     with pytest.raises(FileNotFoundError, match="sentence reader"):
         OfflineJudge(model=model).reader()
+
+
+def test_a_fitting_rows_reader_columns_come_from_a_reader_that_never_saw_its_writer(monkeypatch):
+    """``add_reader_features`` fills each row from the reader fitted on the other folds' writers:
+    refitting on exactly those rows gives the same columns, and the reader fitted on every
+    row (which saw the writer) does not."""
+    from cards.deck import default_deck
+    from grader.calibration import train
+    from grader.offline import (
+        ALL_MISCONCEPTION_FEATURES,
+        ALL_POINT_FEATURES,
+        OfflineJudge,
+        ReaderInput,
+        reader_features,
+    )
+
+    monkeypatch.setattr(train, "READER_EPOCHS", (2, 2))
+    card = default_deck().get("rl-01")
+    index = OfflineJudge(model=None).index(card)
+    rng = np.random.default_rng(5)
+    labels = ("present", "absent", "partial", "contradicted")
+    rows = []
+    for i in range(2 * train.READER_FOLDS):
+        units = _unit_rows(rng, 3)
+        if i % 2:  # every other answer says the first point in one sentence
+            units[0] = index.points.vectors[index.points.target == 0][0]
+        rows.append(
+            train.Row(
+                id=f"row-{i}",
+                card_id=card.id,
+                answer="",
+                label=0,
+                kind="terse",
+                point_x=np.zeros((len(card.key_points), len(ALL_POINT_FEATURES))),
+                point_y=np.zeros(len(card.key_points), dtype=int),
+                misc_x=np.zeros((len(card.misconceptions), len(ALL_MISCONCEPTION_FEATURES))),
+                misc_y=rng.integers(0, 2, len(card.misconceptions)),
+                author=f"writer-{i % train.READER_FOLDS}",
+                read=ReaderInput(
+                    units,
+                    np.ones((3, len(index.points.texts)), dtype=bool),
+                    np.ones((3, len(index.misconceptions.texts)), dtype=bool),
+                ),
+                point_labels=tuple(
+                    "present" if (i % 2 and k == 0) else labels[(i + k) % 4] for k in range(len(card.key_points))
+                ),
+            )
+        )
+    train.add_reader_features(rows)
+    fold_of = train.reader_folds(r.author for r in rows)
+    everyone = train.fit_reader(rows)
+    for row in rows[: train.READER_FOLDS]:
+        without = train.fit_reader([r for r in rows if fold_of[r.author] != fold_of[row.author]])
+        expected, _ = reader_features(card, index, row.read, without)
+        np.testing.assert_allclose(row.point_x[:, -2:], expected, rtol=1e-6)
+        leaked, _ = reader_features(card, index, row.read, everyone)
+        assert not np.allclose(row.point_x[:, -2:], leaked)
