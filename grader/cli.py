@@ -11,7 +11,7 @@ from typing import Any
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from grader.calibration.eval import DEFAULT_SET, HELDOUT_SET
+    from grader.calibration.eval import DEFAULT_SET, HELDOUT_SET, SECOND_HELDOUT_SET, SPLITS
 
     grader = subparsers.add_parser("grader", help="measure the judges against the calibration set")
     commands = grader.add_subparsers(dest="grader_command", required=True)
@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         nargs="?",
         default=None,
         help=f"labelled answers, JSONL (default: the split's files: {DEFAULT_SET.name} for --split "
-        f"tune, {HELDOUT_SET.name} for held-out, both for all; with --followups, followups.jsonl "
+        f"tune, {HELDOUT_SET.name} for held-out, {SECOND_HELDOUT_SET.name} for held-out-2, all three for all; with --followups, followups.jsonl "
         "for tune, followups-heldout.jsonl for held-out; a file given is read whole)",
     )
     evaluate.add_argument(
@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="offline: MiniLM judge (default); llm: OPENAI_API_KEY / OPENAI_BASE_URL / "
         "TRAPBOT_JUDGE_MODEL, no fallback, failures counted; baseline: best cosine per key point",
     )
-    evaluate.add_argument("--split", choices=("all", "tune", "held-out"), default="all")
+    evaluate.add_argument("--split", choices=tuple(SPLITS), default="all")
     evaluate.add_argument(
         "--concurrency", type=int, default=4, help="answers in flight at once (llm)"
     )
@@ -215,6 +215,9 @@ def followups_command(args: argparse.Namespace) -> int:
         return 2
     deck = default_deck()
     sets = {"tune": [FOLLOWUP_SET], "held-out": [HELDOUT_FOLLOWUP_SET], "all": [FOLLOWUP_SET, HELDOUT_FOLLOWUP_SET]}
+    if not args.file and args.split not in sets:
+        print(f"no follow-up answers for --split {args.split}: one of {', '.join(sets)}", file=sys.stderr)
+        return 2
     try:
         answers = (
             load_followups(args.file)

@@ -21,6 +21,11 @@ eval --split held-out``. (Until December 2026 the held-out split was the odd-num
 ``answers.jsonl``; after thirteen evaluations its figures had steered too many choices to stay
 held out, so it joined the tuning split and a fresh set replaced it.)
 
+``heldout-2.jsonl`` is a second held-out split, written when the first had been read five times
+(December 2026): the same thirteen styles on every card, by six more writers (hx1-hx6) who saw
+only the card files and labelled their own answers point by point; never fitted on, never an
+exemplar, read with ``trapbot grader eval --split held-out-2``.
+
 ``negations.jsonl`` measures one weakness apart: on every card, five answers by three more
 blind writers that deny the key's core claims in its own words (short and long), deny one core
 point beside a right one, reverse cause and effect, or say the key right through true negations
@@ -51,10 +56,16 @@ from typing import Any
 DEFAULT_SET = Path(__file__).resolve().parent / "answers.jsonl"
 FIRST_SET = Path(__file__).resolve().parent / "calibration.jsonl"
 HELDOUT_SET = Path(__file__).resolve().parent / "heldout.jsonl"
+SECOND_HELDOUT_SET = Path(__file__).resolve().parent / "heldout-2.jsonl"
 NEGATION_SET = Path(__file__).resolve().parent / "negations.jsonl"
 NEAR_MISS_SET = Path(__file__).resolve().parent / "near-misses.jsonl"
 #: The files of each split of the labelled answers.
-SPLITS = {"tune": (DEFAULT_SET,), "held-out": (HELDOUT_SET,), "all": (DEFAULT_SET, HELDOUT_SET)}
+SPLITS = {
+    "tune": (DEFAULT_SET,),
+    "held-out": (HELDOUT_SET,),
+    "held-out-2": (SECOND_HELDOUT_SET,),
+    "all": (DEFAULT_SET, HELDOUT_SET, SECOND_HELDOUT_SET),
+}
 PASS_QUALITY = 3
 #: Styles whose answers state the core mechanism briefly: each card's must pass.
 CONCISE_KINDS = ("concise", "terse")

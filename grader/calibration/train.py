@@ -2,7 +2,7 @@
 
 The rows are the training set (``training.jsonl``: answers on every card, written and labelled
 point by point by writers who saw only the cards) and the calibration set (``answers.jsonl``).
-The held-out set (``heldout.jsonl``) and the negation set (``negations.jsonl``) are not read at
+The held-out sets (``heldout.jsonl``, ``heldout-2.jsonl``) and the negation set (``negations.jsonl``) are not read at
 all: fitting on the negation set was tried and cost more than it gave (see that file's
 description in ``grader.calibration.eval``).
 

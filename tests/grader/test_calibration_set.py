@@ -14,6 +14,7 @@ from grader.calibration.eval import (
     HELDOUT_SET,
     NEAR_MISS_SET,
     NEGATION_SET,
+    SECOND_HELDOUT_SET,
     load_set,
     load_split,
     metrics,
@@ -26,7 +27,7 @@ def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-SETS = {path.name: _rows(path) for path in (DEFAULT_SET, HELDOUT_SET)}
+SETS = {path.name: _rows(path) for path in (DEFAULT_SET, HELDOUT_SET, SECOND_HELDOUT_SET)}
 each_set = pytest.mark.parametrize("name", list(SETS))
 STYLES = (
     "expert", "concise", "terse", "bullets", "math", "non-native", "rambling", "alt-route",
@@ -67,14 +68,18 @@ def test_injections_name_a_twin_on_the_same_card(name):
         assert twin["card_id"] == row["card_id"] and twin["kind"] != "injection"
 
 
-def test_the_splits_are_the_two_files_and_share_no_answer_or_writer():
-    tune, held = load_split("tune"), load_split("held-out")
-    assert [e.id for e in tune] == [e.id for e in load_set(DEFAULT_SET)]
-    assert [e.id for e in held] == [e.id for e in load_set(HELDOUT_SET)]
-    assert len(load_split("all")) == len(tune) + len(held)
-    assert not {e.answer for e in tune} & {e.answer for e in held}
-    authors = [{row["author"] for row in _rows(path)} for path in (DEFAULT_SET, HELDOUT_SET)]
-    assert not authors[0] & authors[1]
+def test_the_splits_are_the_three_files_and_share_no_answer_or_writer():
+    paths = {"tune": DEFAULT_SET, "held-out": HELDOUT_SET, "held-out-2": SECOND_HELDOUT_SET}
+    splits = {name: load_split(name) for name in paths}
+    for name, path in paths.items():
+        assert [e.id for e in splits[name]] == [e.id for e in load_set(path)]
+    assert len(load_split("all")) == sum(len(split) for split in splits.values())
+    answers = [{e.answer for e in split} for split in splits.values()]
+    authors = [{row["author"] for row in _rows(path)} for path in paths.values()]
+    for i in range(len(paths)):
+        for j in range(i + 1, len(paths)):
+            assert not answers[i] & answers[j]
+            assert not authors[i] & authors[j]
 
 
 def test_metrics_report_any_style_and_the_goals(tmp_path):

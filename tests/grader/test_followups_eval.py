@@ -82,6 +82,9 @@ def test_eval_followups_refuses_what_it_cannot_do(capsys) -> None:
     assert code == 2 and "offline or llm" in out.err
     code, out = run_cli(["grader", "eval", "/nonexistent.jsonl", "--followups"], capsys)
     assert code == 2 and "nonexistent" in out.err
+    # The second held-out split has whole answers only.
+    code, out = run_cli(["grader", "eval", "--followups", "--split", "held-out-2"], capsys)
+    assert code == 2 and "no follow-up answers for --split held-out-2" in out.err
 
 
 def test_eval_followups_reports_per_kind(offline_judge, answers, tmp_path, capsys) -> None:
