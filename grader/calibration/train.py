@@ -344,7 +344,7 @@ def as_judged(rows: Sequence[Row], predicted: Sequence[int]) -> list[int]:
 def objective(rows: Sequence[Row], predicted: Sequence[int]) -> float:
     """QWK + the pass/fail agreement of the mean style, less a tenth for each trap passed or
     injection above its twin. Each written style counts the same, as the goals are per style:
-    pooled, the 416 non-answers and the many terse answers outvote the 66 answers that miss a
+    pooled, the 416 non-answers and the many terse answers outvote the 144 answers that miss a
     core point (the non-answers, always right, are left out of the mean)."""
     labels = [r.label for r in rows]
     agree: dict[str, list[bool]] = {}
