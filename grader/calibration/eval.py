@@ -43,6 +43,14 @@ blind writers. It is never fitted on and never an exemplar. Fitting on it was tr
 from 67% to 76% pass/fail agreement but partly wrong ones fell from 63% to 53%, and the cut
 search then stopped reading any point as contradicted, which passed a fluent denial of the
 whole mechanism. Read it with ``trapbot grader eval grader/calibration/near-misses.jsonl``.
+
+``near-misses-2.jsonl`` (December 2026) is a second, larger read of the same weakness: on every
+card three partly wrong answers (a misconception asserted, a key point contradicted, a wrong
+claim of the writer's choice, each beside every core point stated right), two fluent answers
+that leave out one core point and one long rambling answer that buries the whole mechanism,
+156 in all, by six more writers (hz1-hz6) who saw only the card files and labelled their own
+answers point by point. Never fitted on, never an exemplar. Read it with
+``trapbot grader eval grader/calibration/near-misses-2.jsonl``.
 """
 
 from __future__ import annotations
@@ -60,6 +68,7 @@ HELDOUT_SET = Path(__file__).resolve().parent / "heldout.jsonl"
 SECOND_HELDOUT_SET = Path(__file__).resolve().parent / "heldout-2.jsonl"
 NEGATION_SET = Path(__file__).resolve().parent / "negations.jsonl"
 NEAR_MISS_SET = Path(__file__).resolve().parent / "near-misses.jsonl"
+SECOND_NEAR_MISS_SET = Path(__file__).resolve().parent / "near-misses-2.jsonl"
 #: The files of each split of the labelled answers.
 SPLITS = {
     "tune": (DEFAULT_SET,),

@@ -15,6 +15,7 @@ from grader.calibration.eval import (
     NEAR_MISS_SET,
     NEGATION_SET,
     SECOND_HELDOUT_SET,
+    SECOND_NEAR_MISS_SET,
     load_set,
     load_split,
     metrics,
@@ -121,6 +122,33 @@ def test_the_negation_set_denies_the_key_on_every_card():
             grade = rule_grade(card, row)
             assert grade == row["grade"], row["id"]
             assert grade <= ceiling[kind] if kind in ceiling else grade >= 3, row["id"]
+
+
+def test_the_second_near_miss_set_fails_its_near_misses_and_passes_its_rambling_answers():
+    """``near-misses-2.jsonl`` (never fitted on): on every card three partly wrong answers, two
+    missing a core point, each below the pass mark by its own labels, and one rambling answer
+    that states the whole mechanism and passes; the writers (hz1-hz6) wrote nothing else."""
+    deck = default_deck()
+    rows = _rows(SECOND_NEAR_MISS_SET)
+    assert len({row["id"] for row in rows}) == len(rows) == 6 * len(list(deck))
+    assert {row["author"] for row in rows} == {f"hz{n}" for n in range(1, 7)}
+    for card in deck:
+        mine = [row for row in rows if row["card_id"] == card.id]
+        kinds = sorted(row["kind"] for row in mine)
+        assert kinds == ["missing-core"] * 2 + ["partly-wrong"] * 3 + ["rambling"], card.id
+        core = {point.id for point in card.key_points if point.core}
+        for row in mine:
+            assert not stale_labels(card, row), row["id"]
+            grade = rule_grade(card, row)
+            assert grade == row["grade"], row["id"]
+            if row["kind"] == "rambling":
+                assert grade >= 3, row["id"]
+                continue
+            assert grade <= 2, row["id"]
+            if row["kind"] == "missing-core":
+                assert any(row["points"][point] in ("absent", "partial") for point in core), row["id"]
+            else:
+                assert row["misconceptions"] or "contradicted" in row["points"].values(), row["id"]
 
 
 def test_the_near_miss_set_fails_on_every_card():

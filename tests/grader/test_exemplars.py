@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from cards.deck import default_deck
-from grader.calibration.eval import HELDOUT_SET, NEAR_MISS_SET, NEGATION_SET, SECOND_HELDOUT_SET
+from grader.calibration.eval import (
+    HELDOUT_SET,
+    NEAR_MISS_SET,
+    NEGATION_SET,
+    SECOND_HELDOUT_SET,
+    SECOND_NEAR_MISS_SET,
+)
 from grader.exemplars import (
     MISC_CONTRAST_FEATURES,
     NEIGHBOURS,
@@ -158,11 +164,11 @@ def test_no_exemplars_or_no_sentences_contrast_nothing():
 
 
 def _never_fitted() -> list[dict]:
-    """The two held-out sets, the negation and the near-miss sets: measured, never an exemplar,
+    """The two held-out sets, the negation and the two near-miss sets: measured, never an exemplar,
     never fitted on."""
     return [
         json.loads(line)
-        for path in (HELDOUT_SET, SECOND_HELDOUT_SET, NEGATION_SET, NEAR_MISS_SET)
+        for path in (HELDOUT_SET, SECOND_HELDOUT_SET, NEGATION_SET, NEAR_MISS_SET, SECOND_NEAR_MISS_SET)
         for line in path.read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
