@@ -127,6 +127,11 @@ def content_problems(card: Card) -> list[str]:
             found.append(f"{where}.label: missing (at most 60 characters, shown in the verdict)")
         if len(point.accepts) < MIN_ACCEPTS:
             found.append(f"{where}.accepts: {len(point.accepts)} phrasings; at least {MIN_ACCEPTS}")
+        if len(point.opposites) < MIN_ACCEPTS:
+            found.append(f"{where}.opposites: {len(point.opposites)} claims; at least {MIN_ACCEPTS}")
+        both = {fold_phrase(a) for a in point.accepts} & {fold_phrase(o) for o in point.opposites}
+        if both:
+            found.append(f"{where}.opposites: also accepted as the point ({min(both)!r})")
         if point.core and point.weight != 1.0:
             found.append(f"{where}.weight: a core point's weight means nothing; leave it at 1")
         if point.probe is not None:

@@ -81,6 +81,9 @@ class KeyPoint(_Strict):
     ``label``: at most 60 characters, what the verdict shows beside the mark.
     ``accepts``: short phrasings people really use for the point (jargon, symbols, common
     paraphrases), matched by the offline judge beside ``text``.
+    ``opposites``: short wrong claims that say the reverse of the point on its subject ("keep
+    the demos in the replay buffer" against "drop them"); an answer that asserts one
+    contradicts the point, which caps its grade at 2, as a listed misconception caps it at 1.
     ``probe``: the question an interviewer asks to lead a candidate to the point without
     giving it away (the follow-up).
     """
@@ -91,6 +94,7 @@ class KeyPoint(_Strict):
     core: bool = False
     weight: float = Field(default=1.0, gt=0, le=5)
     accepts: list[Phrase] = Field(default_factory=list, max_length=24)
+    opposites: list[Phrase] = Field(default_factory=list, max_length=24)
     probe: str | None = None
 
 

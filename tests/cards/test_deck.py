@@ -231,3 +231,17 @@ def test_lint_checks_the_content_the_schema_cannot_see(tmp_path: Path, no_sim_ch
     assert problems["reference_answers.partial.grade"] == (
         "4, but the grade rule gives 3 for its labels"
     )
+
+
+def test_lint_wants_opposites_that_are_not_the_point(tmp_path: Path, no_sim_check: None):
+    opposites = re.findall(r"    opposites:\n((?:      - .*\n)+)", MODEL_CARD)
+    assert len(opposites) >= 2
+    first_accept = re.search(r"    accepts:\n      - (.*)\n", MODEL_CARD)
+    assert first_accept is not None
+    broken = MODEL_CARD.replace(opposites[0], "      - " + first_accept.group(1) + "\n", 1)
+    broken = broken.replace("    opposites:\n" + opposites[1], "", 1)
+    write_card(tmp_path, "rl-91", broken)
+    problems = parse_problems(lint_deck(tmp_path)).get("rl-91.md", [])
+    found = [problem for _, problem in problems]
+    assert any(problem.startswith("also accepted as the point") for problem in found), found
+    assert "0 claims; at least 2" in found, found
