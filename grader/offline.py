@@ -10,8 +10,10 @@ How it reads an answer:
    sets ``injection_suspected`` and the unit earns nothing.
 3. The clauses are embedded with all-MiniLM-L6-v2 (a sentence's vector is the mean of its
    clauses') and compared with the phrasings of each key point (its clauses and the clauses
-   of the card's expert answer clearly nearest to it) and of each misconception (its text,
-   the trap, the trap answer's sentences). Phrasings are embedded once per card version.
+   of the card's expert answer clearly nearest to it), of each point's opposites (short
+   wrong claims that say its reverse: a sentence nearer one of them than the point itself is
+   evidence of a contradiction) and of each misconception (its text, the trap, the trap
+   answer's sentences). Phrasings are embedded once per card version.
 4. Negation: a unit supports a phrasing only when the words they share are negated on the
    same side. A negation governs the words after it up to the end of its clause, so "the KL
    term does not keep the policy close to the reference" cannot earn the point that the KL
@@ -24,7 +26,9 @@ How it reads an answer:
    and with the expert key as wholes. A unit asserts a misconception when it matches it
    closely and clearly better than any key point; how clearly depends on the stance. In an
    answer that leans to the trap, units near the trap are no evidence for key points, so a
-   confident trap answer earns nothing from its familiar vocabulary.
+   confident trap answer earns nothing from its familiar vocabulary. A misconception quoted,
+   framed as what others say ("the usual answer is ...") or rebutted by the next sentence
+   ("That's not it.") is reported, not asserted (``reported``): the learnt reading is told so.
 
 7. The learnt reading (``PointModel``, fitted by ``grader.calibration.train``) reads those
    similarities and matches as features, with the votes of the card's labelled answers
@@ -81,7 +85,7 @@ if TYPE_CHECKING:
     from cards.schema import Card
 
 #: Bumped whenever the reading of an answer changes, so cached judgements are not reused.
-OFFLINE_VERSION = "offline-2"
+OFFLINE_VERSION = "offline-3"
 #: Longer answers are read up to here; the engine refuses answers over 8,000 characters.
 MAX_ANSWER_CHARS = 8000
 
@@ -741,6 +745,7 @@ class CardIndex:
     trap: np.ndarray  # the trap, the trap answers and the misconceptions, likewise
     accepts: tuple[tuple[Tokens, ...], ...] = ()  # per key point, its accepted phrasings
     asserts: tuple[tuple[Tokens, ...], ...] = ()  # per misconception, its phrasings
+    opposites: Phrasings | None = None  # per key point, the claims that say its reverse
 
 
 def _phrases_of(text: str, *, with_clauses: bool = True) -> list[str]:
@@ -829,6 +834,10 @@ def build_index(
         trap=embed(trap + [m.text for m in card.misconceptions]),
         accepts=tuple(tuple(scoped_tokens(a) for a in p.accepts) for p in card.key_points),
         asserts=tuple(tuple(scoped_tokens(a) for a in m.phrasings) for m in card.misconceptions),
+        opposites=_phrasings(
+            [o for p in card.key_points for o in p.opposites],
+            [k for k, p in enumerate(card.key_points) for _ in p.opposites],
+        ),
     )
 
 
@@ -894,6 +903,8 @@ class Analysis:
     injection_found: tuple[str, ...]
     answer_vector: np.ndarray | None = None  # the normalised mean of the claim clauses
     vectors: np.ndarray | None = None  # (units, d) each unit's vector
+    opposite_sims: np.ndarray | None = None  # (units, opposite claims of the key points)
+    opposite_same: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -1015,6 +1026,10 @@ def analyse(card: Card, index: CardIndex, answer: str) -> Analysis:
         injection_found=found,
         answer_vector=_mean_vector(vectors, units),
         vectors=vectors,
+        opposite_sims=vectors @ index.opposites.vectors.T
+        if len(texts) and index.opposites is not None
+        else None,
+        opposite_same=_same_polarity(units, index.opposites) if index.opposites is not None else None,
     )
 
 
@@ -1078,6 +1093,8 @@ POINT_FEATURES = (
     "opposed_any",  # best opposite-sign similarity of a claim to the point
     "nearest_opposed",  # its closest match says the opposite (opposed beats support by the margin)
     "answer_words",  # log(1 + words in the answer): a terse answer's weaker match can be complete
+    "against_any",  # best same-sign similarity of a claim to the point's opposites (its reverse)
+    "against_margin",  # ... minus that claim's support for the point
 )
 MISCONCEPTION_FEATURES = (
     "misc_any",  # best same-sign similarity of a unit to the misconception
@@ -1089,6 +1106,7 @@ MISCONCEPTION_FEATURES = (
     "key_cover",  # how much of the key the answer covers (mean of the points' support_any)
     "misc_nearest_negated",  # the unit most like it has the other polarity ("X does not fix it")
     "misc_rejected",  # ... or calls something wrong, a myth, the trap, not enough
+    "misc_framed",  # ... or is quoted, framed as what others say, or rebutted by the next sentence
     "misc_answer_words",  # as answer_words
 )
 _REJECTION = re.compile(
@@ -1133,6 +1151,7 @@ class Evidence:
     stated: np.ndarray  # (units,) a claim or a short list, flagged or not: what can assert
     point_cover: np.ndarray  # (units, points) stem cover of the best accepted phrasing
     misc_cover: np.ndarray  # (units, misconceptions)
+    against: np.ndarray | None = None  # (units, points) same-sign similarity to its opposites
 
 
 def _stem_cover(unit: Tokens, phrases: Sequence[Tokens]) -> float:
@@ -1189,6 +1208,9 @@ def evidence(card: Card, index: CardIndex, analysis: Analysis, params: OfflinePa
         stated=stated,
         point_cover=point_cover,
         misc_cover=misc_cover,
+        against=_by_target(analysis.opposite_sims, index.opposites, n_points, analysis.opposite_same)
+        if analysis.opposite_sims is not None and index.opposites is not None
+        else None,
     )
 
 
@@ -1249,6 +1271,7 @@ def features(
             opposed_any,
             float(n_units > 0 and opposed_any >= support_any + params.contradiction_margin),
             answer_words,
+            *_against(ev, k),
         )
     key_cover = float(points[:, 0].mean()) if n_points else 0.0
     misconceptions = np.zeros((n_misc, len(MISCONCEPTION_FEATURES)))
@@ -1318,14 +1341,66 @@ def reader_features(
     return np.column_stack([stated, stated - others]), asserted[:, None]
 
 
-def _rejection_features(card: Card, analysis: Analysis, ev: Evidence, m: int) -> tuple[float, float]:
-    """Whether the unit most like misconception ``m`` says it negated, or rejects something."""
+def _against(ev: Evidence, k: int) -> tuple[float, float]:
+    """How closely a claim of the answer says the reverse of point ``k``, and by how much more
+    than it says the point."""
+    if ev.against is None or not ev.usable.any():
+        return -1.0, -2.0
+    column = np.where(ev.usable, ev.against[:, k], -2.0)
+    row = int(column.argmax())
+    return float(column[row]), float(column[row] - ev.support[row, k])
+
+
+def _rejection_features(card: Card, analysis: Analysis, ev: Evidence, m: int) -> tuple[float, float, float]:
+    """Whether the unit most like misconception ``m`` says it negated, rejects something, or
+    is reported rather than asserted (``reported``)."""
     if not len(analysis.units) or not ev.stated.any():
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     row = int(np.where(ev.stated, ev.misc[:, m], -2.0).argmax())
     unit = analysis.units[row]
     negated = unit.lexicon.polarity != polarity(card.misconceptions[m].text)
-    return float(negated), float(bool(_REJECTION.search(unit.span.text)))
+    return (
+        float(negated),
+        float(bool(_REJECTION.search(unit.span.text))),
+        float(reported(analysis.answer, unit.span)),
+    )
+
+
+#: What others say, before the claim in its sentence: "the usual answer is", "it's tempting
+#: to say", "people think".
+_FRAMING = re.compile(
+    r"\b(?:(?:usual|common|tempting|obvious|naive|reflex|standard|textbook|stock|typical|first|easy)"
+    r"\s+(?:\w+\s+)?(?:answer|reply|response|reaction|fix|instinct|take|story|explanation|claim)"
+    r"|tempting to (?:say|think|blame|answer)|people (?:often |usually )?(?:say|think|claim|assume|blame)"
+    r"|(?:one|you) might (?:think|say|expect)|the trap is|it'?s easy to (?:say|think|blame)"
+    r"|(?:many|most) candidates)\b",
+    re.IGNORECASE,
+)
+#: A rebuttal opening the next sentence: "That's not it.", "Both halves are wrong."
+_REBUTTAL = re.compile(
+    r"^\W*(?:(?:that|this|it|which|both(?: halves| parts)?|neither)(?:'s| is| are)?\s+"
+    r"(?:not (?:it|right|true|the (?:reason|cause|problem|issue))|wrong|false|mistaken|incorrect|a myth|the trap|backwards)"
+    r"|wrong\b|nope\b|not quite\b|not so\b)",
+    re.IGNORECASE,
+)
+_QUOTES = re.compile(r"[\"“”]")
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*(?:\s|$)|\n")
+
+
+def reported(answer: str, span: Span) -> bool:
+    """Whether the claim at ``span`` is reported rather than asserted: inside quotation marks,
+    after a framing such as "the usual answer is" in its own sentence, or rebutted by the
+    sentence after it."""
+    before = answer[: span.start]
+    if len(_QUOTES.findall(before)) % 2 == 1:
+        return True
+    own_sentence = _SENTENCE_END.split(before[-200:])[-1]
+    if _FRAMING.search(own_sentence + span.text[:80]):
+        return True
+    after = answer[span.end :]
+    end = _SENTENCE_END.search(after)
+    following = after[end.end() :] if end else ""
+    return bool(_REBUTTAL.match(following[:80]))
 
 
 def claim_vectors(analysis: Analysis, usable: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:

@@ -14,6 +14,7 @@ from grader.offline import (
     lexicon,
     model_loaded,
     polarity,
+    reported,
     same_polarity,
     sentences,
 )
@@ -201,6 +202,21 @@ def test_negation_scope_decides_polarity():
     )
     assert polarity("It is not only slower but worse") == 0
     assert polarity("It doesn't keep the policy close") == 1
+
+
+def test_a_claim_quoted_framed_or_rebutted_is_reported_not_asserted():
+    def read(answer: str) -> list[bool]:
+        return [reported(answer, sentence) for sentence in sentences(answer)]
+
+    assert read(
+        'The usual answer is "samples are correlated, so shuffle a replay buffer." That is not it. '
+        "The agent's actions choose its next inputs."
+    ) == [True, False, False]
+    assert read(
+        "It's tempting to say a bigger network just overfits. The Gaussian head averages the modes."
+    ) == [True, False]
+    assert read("Shuffling the buffer fixes it. Wrong: the states it visits stay the same.") == [True, False]
+    assert read("A bigger network overfits, so add dropout. The mean falls between modes.") == [False, False]
 
 
 def test_keyword_lists_are_not_claims():
