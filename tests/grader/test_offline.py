@@ -459,3 +459,22 @@ def test_a_unit_flagged_as_injection_implies_a_flagged_answer():
                     flagged_units += 1
                     assert whole, (row["id"], unit.text)
     assert flagged_units > 20  # the injection answers' units are among them
+
+
+def test_an_answer_that_states_a_points_opposite_is_nearer_its_opposites(offline_judge, rl08):
+    """The index embeds each point's opposites under that point, and an answer that states one
+    reads as nearer the opposite than the point (``against_margin`` > 0)."""
+    from grader.offline import ALL_POINT_FEATURES, decide, features
+
+    index = offline_judge.index(rl08)
+    assert index.opposites is not None
+    counts = [int((index.opposites.target == k).sum()) for k in range(len(rl08.key_points))]
+    assert counts == [len(point.opposites) for point in rl08.key_points]
+    k, point = next((k, p) for k, p in enumerate(rl08.key_points) if p.core)
+    answer = point.opposites[0]
+    analysis = offline_judge.analyse(rl08, answer)
+    rules = decide(rl08, index, analysis, offline_judge.params)
+    point_x, _ = features(rl08, index, analysis, offline_judge.params, rules)
+    column = ALL_POINT_FEATURES.index
+    assert point_x[k, column("against_any")] > 0.9  # the opposite itself
+    assert point_x[k, column("against_margin")] > 0
