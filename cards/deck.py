@@ -109,7 +109,7 @@ def lint_deck(directory: Path = DECK_DIR) -> list[str]:
     return problems
 
 
-#: The fewest accepted phrasings a key point (or a misconception) carries.
+#: The fewest accepted phrasings (and opposites) a key point, or phrasings a misconception, carries.
 MIN_ACCEPTS = 2
 
 

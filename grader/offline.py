@@ -11,8 +11,8 @@ How it reads an answer:
 3. The clauses are embedded with all-MiniLM-L6-v2 (a sentence's vector is the mean of its
    clauses') and compared with the phrasings of each key point (its clauses and the clauses
    of the card's expert answer clearly nearest to it), of each point's opposites (short
-   wrong claims that say its reverse: a sentence nearer one of them than the point itself is
-   evidence of a contradiction) and of each misconception (its text, the trap, the trap
+   wrong claims that say its reverse; a weak sign of a contradiction, as a pooled sentence
+   vector sits near both a claim and its reverse) and of each misconception (its text, the trap, the trap
    answer's sentences). Phrasings are embedded once per card version.
 4. Negation: a unit supports a phrasing only when the words they share are negated on the
    same side. A negation governs the words after it up to the end of its clause, so "the KL
@@ -740,12 +740,12 @@ class CardIndex:
     version: str
     points: Phrasings
     misconceptions: Phrasings
+    opposites: Phrasings  # per key point, the claims that say its reverse
     injection: np.ndarray  # prototype vectors
     expert: np.ndarray  # whole expert answers and key points, for the answer's overall stance
     trap: np.ndarray  # the trap, the trap answers and the misconceptions, likewise
     accepts: tuple[tuple[Tokens, ...], ...] = ()  # per key point, its accepted phrasings
     asserts: tuple[tuple[Tokens, ...], ...] = ()  # per misconception, its phrasings
-    opposites: Phrasings | None = None  # per key point, the claims that say its reverse
 
 
 def _phrases_of(text: str, *, with_clauses: bool = True) -> list[str]:
@@ -829,15 +829,15 @@ def build_index(
         version=card.version,
         points=_phrasings(point_texts, point_target),
         misconceptions=_phrasings(misc_texts, misc_target),
+        opposites=_phrasings(
+            [o for p in card.key_points for o in p.opposites],
+            [k for k, p in enumerate(card.key_points) for _ in p.opposites],
+        ),
         injection=_prototype_vectors(),
         expert=embed(expert + [" ".join(p.text.split()) for p in card.key_points]),
         trap=embed(trap + [m.text for m in card.misconceptions]),
         accepts=tuple(tuple(scoped_tokens(a) for a in p.accepts) for p in card.key_points),
         asserts=tuple(tuple(scoped_tokens(a) for a in m.phrasings) for m in card.misconceptions),
-        opposites=_phrasings(
-            [o for p in card.key_points for o in p.opposites],
-            [k for k, p in enumerate(card.key_points) for _ in p.opposites],
-        ),
     )
 
 
@@ -899,12 +899,12 @@ class Analysis:
     misc_sims: np.ndarray  # (units, misconception phrasings)
     point_same: np.ndarray  # (units, point phrasings): same polarity
     misc_same: np.ndarray
+    opposite_sims: np.ndarray  # (units, opposite claims of the key points)
+    opposite_same: np.ndarray
     stance: float  # closeness of the whole answer to the trap minus closeness to the expert key
     injection_found: tuple[str, ...]
     answer_vector: np.ndarray | None = None  # the normalised mean of the claim clauses
     vectors: np.ndarray | None = None  # (units, d) each unit's vector
-    opposite_sims: np.ndarray | None = None  # (units, opposite claims of the key points)
-    opposite_same: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -1022,14 +1022,14 @@ def analyse(card: Card, index: CardIndex, answer: str) -> Analysis:
         else np.zeros((0, len(index.misconceptions.texts))),
         point_same=_same_polarity(units, index.points),
         misc_same=_same_polarity(units, index.misconceptions),
+        opposite_sims=vectors @ index.opposites.vectors.T
+        if len(texts)
+        else np.zeros((0, len(index.opposites.texts))),
+        opposite_same=_same_polarity(units, index.opposites),
         stance=_stance(vectors, units, index),
         injection_found=found,
         answer_vector=_mean_vector(vectors, units),
         vectors=vectors,
-        opposite_sims=vectors @ index.opposites.vectors.T
-        if len(texts) and index.opposites is not None
-        else None,
-        opposite_same=_same_polarity(units, index.opposites) if index.opposites is not None else None,
     )
 
 
@@ -1151,7 +1151,7 @@ class Evidence:
     stated: np.ndarray  # (units,) a claim or a short list, flagged or not: what can assert
     point_cover: np.ndarray  # (units, points) stem cover of the best accepted phrasing
     misc_cover: np.ndarray  # (units, misconceptions)
-    against: np.ndarray | None = None  # (units, points) same-sign similarity to its opposites
+    against: np.ndarray  # (units, points) same-sign similarity to the point's opposites
 
 
 def _stem_cover(unit: Tokens, phrases: Sequence[Tokens]) -> float:
@@ -1208,9 +1208,7 @@ def evidence(card: Card, index: CardIndex, analysis: Analysis, params: OfflinePa
         stated=stated,
         point_cover=point_cover,
         misc_cover=misc_cover,
-        against=_by_target(analysis.opposite_sims, index.opposites, n_points, analysis.opposite_same)
-        if analysis.opposite_sims is not None and index.opposites is not None
-        else None,
+        against=_by_target(analysis.opposite_sims, index.opposites, n_points, analysis.opposite_same),
     )
 
 
@@ -1344,7 +1342,7 @@ def reader_features(
 def _against(ev: Evidence, k: int) -> tuple[float, float]:
     """How closely a claim of the answer says the reverse of point ``k``, and by how much more
     than it says the point."""
-    if ev.against is None or not ev.usable.any():
+    if not ev.usable.any():
         return -1.0, -2.0
     column = np.where(ev.usable, ev.against[:, k], -2.0)
     row = int(column.argmax())
