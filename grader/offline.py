@@ -655,8 +655,9 @@ ROW_TOKENS = 512
 ROWS_PER_PASS = 8
 
 
-def _rows(lengths: Sequence[int]) -> list[list[int]]:
-    """Text indices packed greedily, in order, into rows of at most ``ROW_TOKENS`` tokens."""
+def pack_rows(lengths: Sequence[int]) -> list[list[int]]:
+    """Text indices packed greedily, in order, into rows of at most ``ROW_TOKENS`` tokens (a
+    text longer than that gets a row of its own)."""
     rows: list[list[int]] = []
     used = ROW_TOKENS
     for index, length in enumerate(lengths):
@@ -687,7 +688,7 @@ def embed(texts: Sequence[str]) -> np.ndarray:
     transformer = model[0].auto_model
     sums = torch.zeros(len(encoded), transformer.config.hidden_size)
     counts = torch.zeros(len(encoded), 1)
-    rows = _rows([len(ids) for ids in encoded])
+    rows = pack_rows([len(ids) for ids in encoded])
     for start in range(0, len(rows), ROWS_PER_PASS):
         chunk = rows[start : start + ROWS_PER_PASS]
         width = max(sum(len(encoded[i]) for i in row) for row in chunk)

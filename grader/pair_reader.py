@@ -180,25 +180,16 @@ def _padded(items: Sequence[tuple[Any, Any]]) -> tuple[Any, Any, Any, Any]:
     return x, side, _mask((owner >= 0)[:, None, None, :]), owner
 
 
-#: Tokens packed into one row when reading (``_packed``).
-ROW_TOKENS = 512
-
-
 def _packed(items: Sequence[tuple[Any, Any]]) -> tuple[Any, Any, Any, Any]:
-    """The pairs end to end in rows of up to ``ROW_TOKENS`` tokens, each attending only to its
+    """The pairs end to end in rows (``grader.offline.pack_rows``), each attending only to its
     own tokens (padding to padding), as ``grader.offline.embed`` packs clauses: the same
     logits as ``_padded`` without multiplying the padding (a third of the tokens there)."""
     import torch
 
+    from grader.offline import pack_rows
+
     joined = [torch.cat([a, b[1:]]) for a, b in items]
-    rows: list[list[int]] = []
-    used = ROW_TOKENS
-    for i, j in enumerate(joined):
-        if used + len(j) > ROW_TOKENS:
-            rows.append([])
-            used = 0
-        rows[-1].append(i)
-        used += len(j)
+    rows = pack_rows([len(j) for j in joined])
     width = max(sum(len(joined[i]) for i in row) for row in rows)
     x = torch.zeros(len(rows), width, joined[0].shape[1])
     side = torch.zeros(len(rows), width, dtype=torch.long)

@@ -40,13 +40,14 @@ def examples(cards: set[str] | None) -> list[dict]:
             continue
         analysis = judge.analyse(card, d["answer"])
         chosen = pair_reader.chosen_sentences(analysis, judge.index(card), len(card.key_points))
+        grade = rule_grade(card, d)
         for point, sentences in zip(card.key_points, chosen, strict=True):
             out.append(
                 {
                     "answer": d["id"],
                     "author": d.get("author") or d["id"],
                     "kind": d["kind"],
-                    "grade": rule_grade(card, d),
+                    "grade": grade,
                     "example": pair_reader.PairExample(
                         point.label or point.text, tuple(sentences), d["points"][point.id]
                     ),

@@ -409,7 +409,7 @@ def test_packed_embeddings_are_the_models_own(monkeypatch):
         "The reward model is only a proxy fitted on a finite set of comparisons. " * 30,
         *(f"clause {i}: the KL penalty keeps the policy near the reference" for i in range(60)),
     ]
-    rows = offline._rows(
+    rows = offline.pack_rows(
         [len(ids) for ids in model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]]
     )
     assert len(rows) > offline.ROWS_PER_PASS  # more than one forward pass, several texts a row
@@ -421,10 +421,10 @@ def test_packed_embeddings_are_the_models_own(monkeypatch):
 
 
 def test_rows_pack_in_order_and_never_overflow():
-    from grader.offline import ROW_TOKENS, _rows
+    from grader.offline import ROW_TOKENS, pack_rows
 
     lengths = [5, ROW_TOKENS - 5, 1, ROW_TOKENS, 300, 300, 2]
-    rows = _rows(lengths)
+    rows = pack_rows(lengths)
     assert [i for row in rows for i in row] == list(range(len(lengths)))
     assert rows == [[0, 1], [2], [3], [4], [5, 6]]
     assert all(sum(lengths[i] for i in row) <= ROW_TOKENS for row in rows)
