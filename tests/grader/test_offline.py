@@ -81,13 +81,10 @@ async def test_the_trap_grades_below_an_answer_missing_a_core_point(offline_judg
     assert 2 <= missing.quality <= 4
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known miss of the learnt reading: it credits over-optimisation to 'the spike means "
-    "we're leaving [the region where the reward model is accurate]', one step short of the "
-    "policy exploiting the reward model's errors",
-)
 async def test_leaving_the_trusted_region_is_not_over_optimisation(offline_judge, rl08):
+    """'The spike means we're leaving [the region where the reward model is accurate]' is one
+    step short of the policy exploiting the reward model's errors (a known miss until the
+    sentence reader read left-out core points as its hardest negatives)."""
     missing = await grade(offline_judge, rl08, MISSING_CORE)
     assert missing.judgement.verdict_for("overoptimization") is not PointVerdict.PRESENT
 

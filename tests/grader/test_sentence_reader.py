@@ -199,3 +199,66 @@ def test_a_fitting_rows_reader_columns_come_from_a_reader_that_never_saw_its_wri
         np.testing.assert_allclose(row.point_x[:, -2:], expected, rtol=1e-6)
         leaked, _ = reader_features(card, index, row.read, everyone)
         assert not np.allclose(row.point_x[:, -2:], leaked)
+
+
+def test_an_ensemble_reads_the_mean_of_its_members_and_loads_as_saved(tmp_path):
+    from grader.sentence_reader import PartEnsemble
+
+    rng = np.random.default_rng(6)
+    points = _neighbours(rng)
+    examples = _answers(rng, points, 20)
+    members = tuple(fit_part(examples, epochs=2, seed=seed) for seed in (0, 1))
+    ensemble = PartEnsemble(members)
+    units = _unit_rows(rng, 4)
+    owner = np.zeros(1, dtype=int)
+    each = [m.probabilities("card", ["p0"], points[:1], owner, units) for m in members]
+    assert not np.allclose(each[0], each[1])  # two seeds, two readers
+    read = ensemble.probabilities("card", ["p0"], points[:1], owner, units)
+    np.testing.assert_allclose(read, (each[0] + each[1]) / 2)
+    path = tmp_path / "reader.npz"
+    SentenceReader(ensemble, members[0]).save(path)
+    loaded = SentenceReader.load(path)
+    assert loaded is not None
+    assert isinstance(loaded.points, PartEnsemble) and len(loaded.points.members) == 2
+    assert not isinstance(loaded.misconceptions, PartEnsemble)
+    np.testing.assert_allclose(loaded.points.probabilities("card", ["p0"], points[:1], owner, units), read, rtol=1e-6)
+
+
+def test_the_fit_reads_the_core_point_a_missing_core_answer_leaves_out_more_often():
+    from cards.deck import default_deck
+    from grader.calibration import train
+    from grader.offline import (
+        ALL_MISCONCEPTION_FEATURES,
+        ALL_POINT_FEATURES,
+        OfflineJudge,
+        ReaderInput,
+    )
+
+    card = default_deck().get("rl-01")
+    index = OfflineJudge(model=None).index(card)
+    core = next(k for k, p in enumerate(card.key_points) if p.core)
+    other = next(k for k, p in enumerate(card.key_points) if not p.core)
+    labels = tuple("absent" if k in (core, other) else "present" for k in range(len(card.key_points)))
+
+    def row(kind: str) -> train.Row:
+        return train.Row(
+            id=kind, card_id=card.id, answer="", label=2, kind=kind,
+            point_x=np.zeros((len(card.key_points), len(ALL_POINT_FEATURES))),
+            point_y=np.zeros(len(card.key_points), dtype=int),
+            misc_x=np.zeros((len(card.misconceptions), len(ALL_MISCONCEPTION_FEATURES))),
+            misc_y=np.zeros(len(card.misconceptions), dtype=int),
+            read=ReaderInput(
+                _unit_rows(np.random.default_rng(7), 2),
+                np.ones((2, len(index.points.texts)), dtype=bool),
+                np.ones((2, len(index.misconceptions.texts)), dtype=bool),
+            ),
+            point_labels=labels,
+        )
+
+    def times(kind: str, k: int) -> int:
+        points, _ = train.reader_examples([row(kind)])
+        return sum(e.key == f"{card.id}/{card.key_points[k].id}" for e in points)
+
+    assert times("missing-core", core) == train.HARD_ABSENT_REPEAT > 1
+    assert times("missing-core", other) == 1  # a non-core point left out is not the hard case
+    assert times("terse", core) == 1  # nor is a core point another style leaves out
