@@ -232,9 +232,7 @@ def fit_reader(rows: Sequence[Row]) -> SentenceReader:
     """A sentence reader (``grader.sentence_reader``) fitted on ``rows``' labels."""
     point_examples, misc_examples = reader_examples(rows)
     points = tuple(fit_part(point_examples, epochs=READER_EPOCHS[0], seed=seed) for seed in POINT_READER_SEEDS)
-    return SentenceReader(
-        points[0] if len(points) == 1 else PartEnsemble(points), fit_part(misc_examples, epochs=READER_EPOCHS[1])
-    )
+    return SentenceReader(PartEnsemble(points), fit_part(misc_examples, epochs=READER_EPOCHS[1]))
 
 
 def add_reader_features(rows: Sequence[Row]) -> None:
