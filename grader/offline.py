@@ -253,8 +253,17 @@ _SCOPE_END = frozenset(
 )
 
 
+#: Words whose -ical is not the -ic beside it: "critical" is not about the critic.
+_NOT_IC = frozenset({"critical", "critically"})
+
+
 def stem(word: str) -> str:
-    """A crude suffix stripper: enough to match "keeps"/"keep" and "trained"/"training"."""
+    """A crude suffix stripper: enough to match "keeps"/"keep", "trained"/"training" and
+    "quadratically"/"quadratic"."""
+    if word not in _NOT_IC:
+        for suffix in ("ically", "ical"):
+            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+                return word[: -len(suffix)] + "ic"
     for suffix in ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
