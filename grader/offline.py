@@ -84,8 +84,6 @@ from grader.textnorm import fold, fold_phrase, unhide
 if TYPE_CHECKING:
     from cards.schema import Card
 
-#: Bumped whenever the reading of an answer changes, so cached judgements are not reused.
-OFFLINE_VERSION = "offline-3"
 #: Longer answers are read up to here; the engine refuses answers over 8,000 characters.
 MAX_ANSWER_CHARS = 8000
 
