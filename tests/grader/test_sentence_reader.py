@@ -224,7 +224,9 @@ def test_an_ensemble_reads_the_mean_of_its_members_and_loads_as_saved(tmp_path):
     np.testing.assert_allclose(loaded.points.probabilities("card", ["p0"], points[:1], owner, units), read, rtol=1e-6)
 
 
-def test_the_fit_reads_the_core_point_a_missing_core_answer_leaves_out_more_often():
+def test_the_fits_read_the_core_point_a_missing_core_answer_leaves_out_more_often():
+    """The sentence reader's fit repeats that (answer, point) example and the point
+    classifier's fit weighs it (``point_weights``, in the fit's order); nothing else is."""
     from cards.deck import default_deck
     from grader.calibration import train
     from grader.offline import (
@@ -263,31 +265,11 @@ def test_the_fit_reads_the_core_point_a_missing_core_answer_leaves_out_more_ofte
     assert times("missing-core", other) == 1  # a non-core point left out is not the hard case
     assert times("terse", core) == 1  # nor is a core point another style leaves out
 
+    n = len(card.key_points)
+    weights = train.point_weights([row("terse"), row("missing-core")])
+    assert weights.shape == (2 * n,)
+    np.testing.assert_array_equal(weights[:n], 1.0)
+    expected = [train.HARD_ABSENT_WEIGHT if k == core else 1.0 for k in range(n)]
+    assert train.HARD_ABSENT_WEIGHT > 1
+    np.testing.assert_array_equal(weights[n:], expected)
 
-def test_the_point_fit_weighs_exactly_the_core_points_a_missing_core_answer_leaves_out():
-    """``point_weights`` lines up with the fit's concatenated point labels: the weight lands on
-    (missing-core answer, core point marked absent) and nowhere else."""
-    from cards.deck import default_deck
-    from grader.calibration import train
-
-    card = default_deck().get("rl-01")
-    points = card.key_points
-    core = [p.core for p in points]
-    assert any(core) and not all(core)
-
-    def row(kind: str, labels: tuple[str, ...]) -> train.Row:
-        return train.Row(
-            id=kind, card_id=card.id, answer="", label=0, kind=kind,
-            point_x=np.zeros((len(points), 1)), point_y=np.zeros(len(points), dtype=int),
-            misc_x=np.zeros((0, 1)), misc_y=np.zeros(0, dtype=int), author="a", read=None,
-            point_labels=labels,
-        )
-
-    absent = ("absent",) * len(points)
-    weights = train.point_weights([row("terse", absent), row("missing-core", absent)])
-    assert weights.shape == (2 * len(points),)
-    np.testing.assert_array_equal(weights[: len(points)], 1.0)
-    expected = [train.HARD_ABSENT_WEIGHT if c else 1.0 for c in core]
-    np.testing.assert_array_equal(weights[len(points) :], expected)
-    present = ("present",) * len(points)
-    np.testing.assert_array_equal(train.point_weights([row("missing-core", present)]), 1.0)
