@@ -393,17 +393,24 @@ def objective(rows: Sequence[Row], predicted: Sequence[int]) -> float:
     pooled, the 416 non-answers and the many terse answers outvote the 144 answers that miss a
     core point (the non-answers, always right, are left out of the mean)."""
     labels = [r.label for r in rows]
-    agree: dict[str, list[bool]] = {}
-    for r, g in zip(rows, predicted, strict=True):
-        if r.kind != NON_ANSWER_KIND:
-            agree.setdefault(r.kind, []).append((r.label >= PASS_QUALITY) == (g >= PASS_QUALITY))
+    agree = style_agreement(rows, predicted)
     by_id = {r.id: g for r, g in zip(rows, predicted, strict=True)}
     traps = sum(g >= PASS_QUALITY for r, g in zip(rows, predicted, strict=True) if r.kind in TRAP_KINDS)
     above = sum(
         1 for r, g in zip(rows, predicted, strict=True) if r.twin_of in by_id and g > by_id[r.twin_of]
     )
-    per_style = sum(sum(a) / len(a) for a in agree.values()) / len(agree)
+    per_style = sum(agree.values()) / len(agree)
     return qwk(labels, predicted) + per_style - 0.1 * (traps + above)
+
+
+def style_agreement(rows: Sequence[Row], predicted: Sequence[int]) -> dict[str, float]:
+    """Per written style (the non-answers left out), the share graded on the label's side of
+    the pass mark."""
+    agree: dict[str, list[bool]] = {}
+    for r, g in zip(rows, predicted, strict=True):
+        if r.kind != NON_ANSWER_KIND:
+            agree.setdefault(r.kind, []).append((r.label >= PASS_QUALITY) == (g >= PASS_QUALITY))
+    return {kind: sum(a) / len(a) for kind, a in agree.items()}
 
 
 CUT_GRID = [
@@ -431,12 +438,15 @@ def cross_fitted(
     return held
 
 
-def choose_cuts(rows: Sequence[Row], held: dict[str, dict[str, Any]]) -> tuple[tuple[float, ...], float]:
-    """The cut-points that do best when every card is judged by a model fitted without it.
-    Each row's probabilities are computed once; only the cuts vary."""
+Reading = tuple[Any, tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def held_readings(rows: Sequence[Row], held: dict[str, dict[str, Any]]) -> list[Reading]:
+    """Each row's card and probabilities (points, misconceptions) from the model fitted
+    without its card; only the cuts are left to choose."""
     deck = default_deck()
     models = {card_id: PointModel({**weights, "cuts": [0.5, 0.5, 0.5, 0.5]}) for card_id, weights in held.items()}
-    read = [
+    return [
         (
             deck.get(row.card_id),
             models[row.card_id].point_probabilities(row.point_x),
@@ -445,9 +455,11 @@ def choose_cuts(rows: Sequence[Row], held: dict[str, dict[str, Any]]) -> tuple[t
         for row in rows
     ]
 
-    def quality(
-        row: Row, card: Any, present: Any, partial: Any, contradicted: Any, asserted: Any, cuts: tuple[float, ...]
-    ) -> int:
+
+def graded_at(rows: Sequence[Row], read: Sequence[Reading], cuts: tuple[float, ...]) -> list[int]:
+    """The grades the judge gives ``rows`` at ``cuts``, as it judges (``as_judged``)."""
+    predicted = []
+    for row, (card, (present, partial, contradicted), asserted) in zip(rows, read, strict=True):
         verdicts = PointModel.verdicts_at(present, partial, contradicted, cuts)
         judgement = Judgement(
             judge="offline",
@@ -458,12 +470,16 @@ def choose_cuts(rows: Sequence[Row], held: dict[str, dict[str, Any]]) -> tuple[t
             ),
         )
         found = quality_of(card, judgement)[0]
-        return min(found, INJECTION_CAP) if row.injection else found
+        predicted.append(min(found, INJECTION_CAP) if row.injection else found)
+    return as_judged(rows, predicted)
 
+
+def choose_cuts(rows: Sequence[Row], held: dict[str, dict[str, Any]]) -> tuple[tuple[float, ...], float]:
+    """The cut-points that do best when every card is judged by a model fitted without it."""
+    read = held_readings(rows, held)
     best, best_score = CUT_GRID[0], -1e9
     for cuts in CUT_GRID:
-        predicted = [quality(row, card, *p, a, cuts) for row, (card, p, a) in zip(rows, read, strict=True)]
-        score = objective(rows, as_judged(rows, predicted))
+        score = objective(rows, graded_at(rows, read, cuts))
         if score > best_score:
             best, best_score = cuts, score
     return best, best_score

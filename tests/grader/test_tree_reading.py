@@ -165,3 +165,35 @@ def test_the_training_objective_weighs_every_style_the_same():
     base = objective(rows, graded)
     assert objective(rows, passed_trap) < base - 0.1
     assert objective(rows, above_twin) < base - 0.1
+
+
+def test_the_frontier_keeps_only_the_cuts_no_other_cuts_beat_on_both_counts():
+    from grader.calibration.frontier import frontier
+
+    results = [
+        ((0.1,), {"partly-wrong": 0.9, "terse": 0.6, "concise": 0.7}),  # worst other 0.6
+        ((0.2,), {"partly-wrong": 0.9, "terse": 0.5, "concise": 0.9}),  # same style, worse: out
+        ((0.3,), {"partly-wrong": 0.7, "terse": 0.8, "concise": 0.9}),  # kept: 0.8
+        ((0.4,), {"partly-wrong": 0.6, "terse": 0.8, "concise": 0.8}),  # no better than 0.3: out
+        ((0.5,), {"partly-wrong": 0.5, "terse": 0.95, "concise": 0.9}),  # kept: 0.9
+    ]
+    kept = frontier(results, "partly-wrong")
+    assert [cuts for cuts, _ in kept] == [(0.1,), (0.3,), (0.5,)]
+    assert frontier([], "partly-wrong") == []
+
+
+def test_cut_points_grade_the_rows_as_the_judge_does_at_those_cuts():
+    """``graded_at`` reads the held models' probabilities at the cuts through the grade rule:
+    a point model certain that every point is present grades 5 at cuts below 1, and 0 at cuts
+    no probability reaches."""
+    from grader.calibration.train import Row, graded_at, style_agreement
+
+    card = default_deck().get("rl-08")
+    n = len(card.key_points)
+    certain = (np.ones(n), np.ones(n), np.zeros(n))
+    row = Row("a", card.id, "", 5, "expert", np.zeros((n, 1)), np.zeros(n), np.zeros((0, 1)), np.zeros(0))
+    read = [(card, certain, np.zeros(len(card.misconceptions)))]
+    assert graded_at([row], read, (0.5, 0.5, 0.5, 0.9)) == [5]
+    assert graded_at([row], read, (1.1, 1.1, 0.5, 0.9)) == [0]
+    assert style_agreement([row], [5]) == {"expert": 1.0}
+    assert style_agreement([row], [2]) == {"expert": 0.0}
