@@ -29,7 +29,18 @@ trees' cuts used the contradicted class for the first time; but per answer the s
 and it is dear: on 169 answers, one thread, reading every point took a median 62.6 ms beside
 42.2 ms for the whole judge as shipped; reading only the points the sentence reader credits
 (P >= 0.3), with the sentences' bottom states kept from the embedding pass, still 27.0 ms,
-past the judge's 50 ms budget. What it needs before the judge reads it: the note on issue 11.
+past the judge's 50 ms budget.
+
+One trainable layer on top (``FROZEN_LAYERS = 5``; ``pair_probe --frozen-layers 5``) was
+tried to make it cheap, and not kept: pooled AUC fell to 0.829 (present against absent
+0.815); per answer, some point reads P(contradicts) >= 0.5 in 35% of the partly wrong answers
+and in 15% of the passing ones. As the same two point features, read on every point, it
+lifted the leave-one-card-out score of the shipped trees from 1.825 to 1.834 and the
+partly wrong answers graded below the pass mark from 48% to 54% (missing-core 68% to 72%),
+on the same fitting rows; and it cost a median 134 ms per answer beside 87 ms for the whole
+judge as shipped (AVX2 only, float32; on the calibration answers, reading the label's states
+kept, each answer's sentences through the five frozen layers and every point's pairs through
+the sixth). Where the offline judge stands on those answers: ``grader.calibration.frontier``.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ some point reads P(contradicts) >= t in the partly wrong answers and in the pass
 
     python -m grader.calibration.pair_probe            # about 45 minutes on two cores
     python -m grader.calibration.pair_probe --cards rl-01,rl-08 --folds 2   # a quick look
+    python -m grader.calibration.pair_probe --frozen-layers 5   # one trainable layer on top
 """
 
 from __future__ import annotations
@@ -72,8 +73,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cards", help="comma-separated card ids (default: every card)")
     parser.add_argument("--folds", type=int, default=5, help="how many of the five folds to read")
+    parser.add_argument(
+        "--frozen-layers",
+        type=int,
+        default=pair_reader.FROZEN_LAYERS,
+        help="the layers each text goes through alone (of six)",
+    )
     args = parser.parse_args(argv)
     import torch
+
+    pair_reader.FROZEN_LAYERS = args.frozen_layers
 
     rows = examples(set(args.cards.split(",")) if args.cards else None)
     model = load_base_model()
