@@ -8,7 +8,7 @@ chosen style graded right, the script prints the cuts that keep the worst of the
 highest: the Pareto frontier. A goal such as "partly-wrong at 90%, every style at 90%" is
 within the reading's reach only if the frontier holds a line with both.
 
-    python -m grader.calibration.frontier --rows-cache /tmp/rows.pkl   # about 15 minutes
+    python -m grader.calibration.frontier --rows-cache /tmp/rows.pkl   # 25 minutes; 15 with the rows kept
     python -m grader.calibration.frontier --style missing-core
 """
 
