@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import pickle
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,13 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, default=MODEL_PATH, help="whose learner to refit")
     parser.add_argument("--rows-cache", type=Path, help="features kept between runs (as train's)")
     args = parser.parse_args(argv)
-    if args.rows_cache and args.rows_cache.exists():
-        rows = pickle.loads(args.rows_cache.read_bytes())
-    else:
-        rows = train.read_rows(train.training_rows())
-        train.add_reader_features(rows)
-        if args.rows_cache:
-            args.rows_cache.write_bytes(pickle.dumps(rows))
+    rows = train.fitting_rows(cache=args.rows_cache)
     if args.style not in {r.kind for r in rows}:
         parser.error(f"no fitting answer has the style {args.style!r}")
     shipped = json.loads(args.model.read_text(encoding="utf-8"))

@@ -485,6 +485,18 @@ def choose_cuts(rows: Sequence[Row], held: dict[str, dict[str, Any]]) -> tuple[t
     return best, best_score
 
 
+def fitting_rows(training: Path = TRAINING_SET, calibration: Path = DEFAULT_SET, cache: Path | None = None) -> list[Row]:
+    """The fitting rows with their reader columns, read from ``cache`` when it exists, else
+    built (and kept there when it is given)."""
+    if cache and cache.exists():
+        return pickle.loads(cache.read_bytes())
+    rows = read_rows(training_rows(training, calibration))
+    add_reader_features(rows)
+    if cache:
+        cache.write_bytes(pickle.dumps(rows))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--training", type=Path, default=TRAINING_SET)
@@ -495,13 +507,7 @@ def main(argv: list[str] | None = None) -> int:
         "--without-exemplars", action="store_true", help="fit on the phrasing features only"
     )
     args = parser.parse_args(argv)
-    if args.rows_cache and args.rows_cache.exists():
-        rows = pickle.loads(args.rows_cache.read_bytes())
-    else:
-        rows = read_rows(training_rows(args.training, args.set))
-        add_reader_features(rows)
-        if args.rows_cache:
-            args.rows_cache.write_bytes(pickle.dumps(rows))
+    rows = fitting_rows(args.training, args.set, args.rows_cache)
     print(f"{len(rows)} answers on {len({r.card_id for r in rows})} cards", file=sys.stderr)
     names = ALL_POINT_FEATURES, ALL_MISCONCEPTION_FEATURES
     columns = tuple(
