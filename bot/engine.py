@@ -79,13 +79,15 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
         self.default_new_per_day = default_new_per_day
         self._locks = LearnerLocks(db)
         self.followups = FollowUps(db, deck, grader, clock)
+        self.zone_notices: dict[int, str] = {}
 
     # ----- asking -----------------------------------------------------------------------
 
     async def next_trap(self, learner_id: int, *, extra_new: bool = False) -> list[Reply]:
         """The next trap: a waiting confirmation first, then due reviews, repeats, new traps."""
         async with self._locks[learner_id]:
-            return self._next_trap(learner_id, extra_new=extra_new)
+            self.get_learner(learner_id)  # a setting an older version stored badly is repaired first
+            return self.with_notices(learner_id, self._next_trap(learner_id, extra_new=extra_new))
 
     def _next_trap(self, learner_id: int, *, extra_new: bool, bind: sa.Connection | None = None) -> list[Reply]:
         # One session and one commit for the whole choice (the trap, the learner's open card,
@@ -488,7 +490,7 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
         except InvalidAction:
             return [Reply("That button is not one of mine anymore. Send /trap to go on.", kind=ReplyKind.ERROR)]
         try:
-            return await self._act(learner_id, action)
+            return self.with_notices(learner_id, await self._act(learner_id, action))
         except InvalidAction as error:
             return [Reply(f"That button no longer applies: {error}.", kind=ReplyKind.ERROR)]
 

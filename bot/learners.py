@@ -12,6 +12,7 @@ from sqlmodel import Session, select
 from bot.actions import Action, InvalidAction, Verb
 from bot.clock import Clock, local_date
 from bot.models import CardState, Learner
+from bot.prefs import is_zone
 from bot.pushtime import PUSH_PLATFORMS, next_push_at
 from bot.replies import Button, Reply, ReplyKind
 
@@ -22,6 +23,7 @@ class LearnerRoom:
     db: DbEngine
     clock: Clock
     default_new_per_day: int
+    zone_notices: dict[int, str]  # learner id -> the unreadable zone repaired, not told yet
 
     def learner(
         self,
@@ -38,7 +40,7 @@ class LearnerRoom:
                 select(Learner).where(Learner.platform == platform, Learner.platform_user_id == user_id)
             ).first()
             if found is not None:
-                changed = False
+                changed = self._repair_zone(found)
                 if display_name and found.display_name != display_name[:128]:
                     found.display_name, changed = display_name[:128], True
                 if chat_id is not None and found.chat_id != str(chat_id):
@@ -88,7 +90,33 @@ class LearnerRoom:
 
     def get_learner(self, learner_id: int) -> Learner | None:
         with Session(self.db, expire_on_commit=False) as session:
-            return session.get(Learner, learner_id)
+            learner = session.get(Learner, learner_id)
+            if learner is not None and self._repair_zone(learner):
+                session.add(learner)
+                session.commit()
+            return learner
+
+    def _repair_zone(self, learner: Learner) -> bool:
+        """A stored time zone that is no zone (saved by an older version) becomes UTC, once,
+        and the learner is told on their next reply; True when the row changed."""
+        if is_zone(learner.timezone):
+            return False
+        self.zone_notices[learner.id] = learner.timezone  # type: ignore[index]
+        learner.timezone = "UTC"
+        learner.next_push_at = self._push_moment(learner)
+        return True
+
+    def with_notices(self, learner_id: int, replies: list[Reply]) -> list[Reply]:
+        """``replies`` after what this learner has not been told yet (a repaired setting)."""
+        bad = self.zone_notices.pop(learner_id, None)
+        if bad is None:
+            return replies
+        note = Reply(
+            f"Your stored time zone {bad[:64]!r} is not one I can read, so I set it to UTC. "
+            "Send `/settings timezone` with your city (Berlin) or offset (UTC+2) to fix it.",
+            kind=ReplyKind.INFO,
+        )
+        return [note, *replies]
 
     def today(self, learner: Learner) -> date:
         return local_date(self.clock.now(), learner.timezone)

@@ -28,7 +28,7 @@ class SettingsRoom(LearnerRoom):
             (Button("Keep these settings", Action(Verb.SETTINGS, arg="accept").encode()),),
             (Button("Give me a trap now", Action(Verb.NEXT).encode()),),
         )
-        return [
+        return self.with_notices(learner_id, [
             Reply(
                 texts.WELCOME
                 + "\n\n"
@@ -37,7 +37,7 @@ class SettingsRoom(LearnerRoom):
                 kind=ReplyKind.SETTINGS,
                 buttons=buttons,
             )
-        ]
+        ])
 
     def settings(self, learner_id: int) -> list[Reply]:
         learner = self._require(learner_id)
@@ -50,7 +50,7 @@ class SettingsRoom(LearnerRoom):
             "Interview mode off" if learner.interview else "Interview mode on",
             Action(Verb.SETTINGS, arg="interview-off" if learner.interview else "interview-on").encode(),
         )
-        return [
+        return self.with_notices(learner_id, [
             Reply(
                 self._settings_summary(learner)
                 + "\n\nTo change one, send for example `/settings timezone Europe/Berlin`, "
@@ -58,7 +58,7 @@ class SettingsRoom(LearnerRoom):
                 kind=ReplyKind.SETTINGS,
                 buttons=((pause, interview),),
             )
-        ]
+        ])
 
     def _settings_summary(self, learner: Learner) -> str:
         state = "paused" if learner.paused else "on"
@@ -93,7 +93,8 @@ class SettingsRoom(LearnerRoom):
                 )
         except PreferenceError as error:
             return [Reply(str(error), kind=ReplyKind.ERROR)]
-        return self._apply_settings(learner_id, changes)
+        self.get_learner(learner_id)  # a bad stored zone is repaired before the new value is saved
+        return self.with_notices(learner_id, self._apply_settings(learner_id, changes))
 
     def _apply_settings(self, learner_id: int, changes: dict[str, Any]) -> list[Reply]:
         with Session(self.db, expire_on_commit=False) as session:

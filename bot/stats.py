@@ -114,4 +114,4 @@ class StatsRoom(LearnerRoom):
             image = await asyncio.to_thread(
                 render_stats, data.due_forecast, data.mastery, streak_days=data.streak_days, reviews_done=data.reviews_done
             )
-        return [Reply("\n".join(lines), kind=ReplyKind.STATS, image=image, image_caption="Due this week and mastery per mechanism")]
+        return self.with_notices(learner_id, [Reply("\n".join(lines), kind=ReplyKind.STATS, image=image, image_caption="Due this week and mastery per mechanism")])
