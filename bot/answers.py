@@ -43,13 +43,13 @@ def readable_chars(text: str) -> int:
 
 def answer_problem(answer: str) -> str | None:
     """Why a cleaned answer is refused (nothing stored), or None when it is taken."""
-    if readable_chars(answer) < MIN_ANSWER_CHARS:
-        return EMPTY_ANSWER
     if len(answer) > MAX_ANSWER_CHARS:
         return (
             f"That answer is {len(answer):,} characters; the limit is {MAX_ANSWER_CHARS:,}. "
             "Shorten it to the mechanism and send it again: nothing was stored."
         )
+    if readable_chars(answer) < MIN_ANSWER_CHARS:
+        return EMPTY_ANSWER
     return None
 
 
@@ -64,5 +64,5 @@ _DONT_KNOW = re.compile(
 def is_dont_know(answer: str) -> bool:
     """Whether the whole answer says only that the learner does not know (typographic quotes,
     case and end punctuation aside)."""
-    folded = answer.casefold().replace("\u2019", "'").strip(" \t\n.!?…")
+    folded = re.sub(r"[\s,;:]+", " ", answer.casefold().replace("\u2019", "'")).strip(" .!?…")
     return bool(_DONT_KNOW.fullmatch(folded))

@@ -14,7 +14,6 @@ import random
 import time as _time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Protocol
@@ -49,6 +48,10 @@ __all__ = ["MAX_ANSWER_CHARS", "PlotSource", "QuizEngine", "Stats"]
 
 log = logging.getLogger(__name__)
 
+#: How long a trap graded below 4 waits before it is asked again the same day (Anki's
+#: default first learning step); traps due meanwhile come first.
+LEARNING_STEP = timedelta(minutes=10)
+
 
 class PlotSource(Protocol):
     """The simulation service, as the engine sees it."""
@@ -68,6 +71,7 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
         rng: random.Random | None = None,
         interactive: bool = True,
         default_new_per_day: int = 1,
+        learning_step: timedelta = LEARNING_STEP,
     ):
         self.db = db
         self.deck = deck
@@ -77,29 +81,34 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
         self.rng = rng or random.Random(0)
         self.interactive = interactive
         self.default_new_per_day = default_new_per_day
+        self.learning_step = learning_step
         self._locks = LearnerLocks(db)
         self.followups = FollowUps(db, deck, grader, clock)
         self.zone_notices: dict[int, str] = {}
 
     # ----- asking -----------------------------------------------------------------------
 
-    async def next_trap(self, learner_id: int, *, extra_new: bool = False) -> list[Reply]:
+    async def next_trap(self, learner_id: int, *, extra_new: bool = False, repeat_now: bool = False) -> list[Reply]:
         """The next trap: a waiting confirmation first, then due reviews, repeats, new traps."""
         async with self._locks[learner_id]:
             self.get_learner(learner_id)  # a setting an older version stored badly is repaired first
-            return self.with_notices(learner_id, self._next_trap(learner_id, extra_new=extra_new))
+            return self.with_notices(learner_id, self._next_trap(learner_id, extra_new=extra_new, repeat_now=repeat_now))
 
-    def _next_trap(self, learner_id: int, *, extra_new: bool, bind: sa.Connection | None = None) -> list[Reply]:
+    def _next_trap(
+        self, learner_id: int, *, extra_new: bool, repeat_now: bool = False, bind: sa.Connection | None = None
+    ) -> list[Reply]:
         # One session and one commit for the whole choice (the trap, the learner's open card,
         # closed follow-ups, the wording shown): a push is one transaction, not four. Given
         # ``bind`` (a push holding the learner's lock in its transaction) the session joins it.
         with Session(bind or self.db, expire_on_commit=False) as session:
-            chosen = self._next_traps_in(session, [learner_id], extra_new=extra_new)
+            chosen = self._next_traps_in(session, [learner_id], extra_new=extra_new, repeat_now=repeat_now)
         if learner_id not in chosen:
             raise InvalidAction("unknown learner; send /start")
         return chosen[learner_id]
 
-    def _next_traps_in(self, session: Session, learner_ids: list[int], *, extra_new: bool) -> dict[int, list[Reply]]:
+    def _next_traps_in(
+        self, session: Session, learner_ids: list[int], *, extra_new: bool, repeat_now: bool = False
+    ) -> dict[int, list[Reply]]:
         """The next trap of each learner (unknown ids left out), opened, in one commit and a
         fixed number of statements however many learners: the daily push asks a page at once."""
         learners = session.exec(select(Learner).where(col(Learner.id).in_(learner_ids)).order_by(col(Learner.id))).all()
@@ -124,10 +133,10 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
                     review = waiting[learner.id]
                     replies[learner.id] = [  # type: ignore[index]
                         Reply("You have an answer waiting for its grade.", kind=ReplyKind.INFO),
-                        self._confirmation_reply(review, self.deck.get(review.card_id)),
+                        self._confirmation_reply(review, as_asked(self.deck.get(review.card_id), review.variant_id)),
                     ]
                     continue
-                choice = self._choose(learner, states[learner.id], extra_new=extra_new)  # type: ignore[index]
+                choice = self._choose(learner, states[learner.id], extra_new=extra_new, repeat_now=repeat_now)  # type: ignore[index]
                 if isinstance(choice, Reply):
                     replies[learner.id] = [choice]  # type: ignore[index]
                     continue
@@ -150,14 +159,16 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
         return replies
 
     def _choose(
-        self, learner: Learner, states: list[CardState], *, extra_new: bool
+        self, learner: Learner, states: list[CardState], *, extra_new: bool, repeat_now: bool = False
     ) -> tuple[Card, bool, str, CardState | None] | Reply:
         """What to ask ``learner`` now: (card, asked again today, due label, the state of a card
-        met for the first time, for the caller to insert); or the "nothing due" reply."""
-        today = self.today(learner)
+        met for the first time, for the caller to insert); or the "nothing due" reply.
+
+        Order: due reviews; then traps to repeat today (graded below 4) whose learning step
+        has passed; then new traps. A trap to repeat waits ``learning_step`` after its grade
+        (Anki's learning step) unless ``repeat_now``, so it never comes straight back."""
+        today, now = self.today(learner), self.clock.now()
         known = {state.card_id: state for state in states if state.card_id in self.deck}
-        pick: CardState | None = None
-        repeat = False
         due = sorted(
             (
                 s
@@ -166,48 +177,60 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
             ),
             key=lambda s: (s.due_on, s.introduced_on, s.card_id),
         )
-        repeats = sorted(
-            (s for s in known.values() if s.repeat_today and s.last_reviewed_on == today),
-            key=lambda s: (s.last_reviewed_at or self.clock.now(), s.card_id),
+        waiting = sorted(
+            (s for s in known.values() if s.repeat_today and s.last_reviewed_on == today and s.skipped_on != today),
+            key=lambda s: (s.last_reviewed_at or now, s.card_id),
         )
+        ready = [s for s in waiting if repeat_now or (s.last_reviewed_at or now) + self.learning_step <= now]
         if due:
-            pick = due[0]
-        elif repeats:
-            pick, repeat = repeats[0], True
-        else:
-            introduced_today = sum(
-                1
-                for s in known.values()
-                if s.introduced_on == today and not (s.skipped_on == today and s.last_reviewed_on is None)
-            )
-            fresh = [card for card in self.deck if card.id not in known]
-            if fresh and (extra_new or introduced_today < learner.new_per_day):
-                new = CardState(learner_id=learner.id, card_id=fresh[0].id, due_on=today, introduced_on=today)  # type: ignore[arg-type]
-                return self.deck.get(new.card_id), False, "", new
-            else:
-                return self._done_for_today(known, today, more_new=bool(fresh))
-        remaining = len(due) - 1 if due else 0
-        return self.deck.get(pick.card_id), repeat, f"{remaining} more due today." if remaining > 0 else "", None
+            remaining = len(due) - 1
+            return self.deck.get(due[0].card_id), False, f"{remaining} more due today." if remaining > 0 else "", None
+        if ready:
+            return self.deck.get(ready[0].card_id), True, "", None
+        introduced_today = sum(
+            1
+            for s in known.values()
+            if s.introduced_on == today and not (s.skipped_on == today and s.last_reviewed_on is None)
+        )
+        fresh = [card for card in self.deck if card.id not in known]
+        if fresh and (extra_new or introduced_today < learner.new_per_day):
+            new = CardState(learner_id=learner.id, card_id=fresh[0].id, due_on=today, introduced_on=today)  # type: ignore[arg-type]
+            return self.deck.get(new.card_id), False, "", new
+        return self._done_for_today(known, today, more_new=bool(fresh), waiting=waiting)
 
-    def _done_for_today(self, known: dict[str, CardState], today: date, *, more_new: bool) -> Reply:
-        upcoming = sorted(s.due_on for s in known.values() if s.due_on > today)
-        when = texts.day_label(today, upcoming[0]).replace("next review", "the next review is") if upcoming else ""
-        text = "**Nothing due right now.**" + (f" {when[0].upper() + when[1:]}." if when else "")
-        buttons: tuple[tuple[Button, ...], ...] = ()
+    def _done_for_today(
+        self, known: dict[str, CardState], today: date, *, more_new: bool, waiting: Sequence[CardState] = ()
+    ) -> Reply:
+        """Nothing to ask now: when the next trap comes, and what the learner can ask for instead."""
+        if not known and not more_new:
+            return Reply("The deck is empty.", kind=ReplyKind.INFO)
+        rows: list[tuple[Button, ...]] = []
+        if waiting:
+            first = waiting[0]
+            back = (first.last_reviewed_at or self.clock.now()) + self.learning_step - self.clock.now()
+            minutes = max(1, -(-int(back.total_seconds()) // 60))
+            text = (
+                f"**Nothing else due right now.** `{first.card_id}` comes back in {minutes} minute{'s' if minutes != 1 else ''}: "
+                "a missed trap returns after a pause, so the answer comes from memory rather than from the explanation you just read."
+            )
+            rows.append((Button("Repeat it now", Action(Verb.NEXT, arg="repeat").encode()),))
+        else:
+            upcoming = sorted(s.due_on for s in known.values() if s.due_on > today)
+            text = "**Nothing due right now.**" + (f" {texts.schedule_sentence(texts.day_label(today, upcoming[0]))}" if upcoming else "")
         if more_new:
             text += "\n\nYou have met today's new traps. Want one more?"
-            buttons = ((Button("One more new trap", Action(Verb.EXTRA).encode()),),)
-        elif not known:
-            text = "The deck is empty."
-        else:
+            rows.append((Button("One more new trap", Action(Verb.EXTRA).encode()),))
+        elif not waiting:
             text += "\n\nYou have met every trap in the deck. Reviews come back when they are due."
-        return Reply(text, kind=ReplyKind.INFO, buttons=buttons)
+        return Reply(text, kind=ReplyKind.INFO, buttons=tuple(rows))
 
     async def hint(self, learner_id: int) -> list[Reply]:
         learner = self._require(learner_id)
         if learner.current_card_id not in self.deck:
             return [self._no_open_trap()]
-        card = self.deck.get(learner.current_card_id)  # type: ignore[arg-type]
+        with Session(self.db) as session:
+            variant_id = wordings.open_variant(session, learner.id, learner.current_card_id)  # type: ignore[arg-type]
+        card = as_asked(self.deck.get(learner.current_card_id), variant_id)  # type: ignore[arg-type]
         return [Reply(f"💡 {card.hint}", kind=ReplyKind.HINT, card_id=card.id)]
 
     async def skip(self, learner_id: int) -> list[Reply]:
@@ -220,10 +243,12 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
             if learner.current_card_id is None:
                 return [self._no_open_trap()]
             today = self.today(learner)
+            back = today + timedelta(days=1)
             with Session(self.db) as session:
                 state = self._state(session, learner.id, learner.current_card_id)
-                if state is not None:
+                if state is not None:  # skipped for today, a repeat included
                     state.skipped_on = today
+                    back = max(back, state.due_on)
                     session.add(state)
                 db_learner = session.get(Learner, learner.id)
                 assert db_learner is not None
@@ -232,7 +257,7 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
                 session.commit()
             return [
                 Reply(
-                    "Skipped. It comes back later.",
+                    f"Skipped for today. {texts.schedule_sentence(texts.day_label(today, back))}",
                     buttons=((Button("Next trap", Action(Verb.NEXT).encode()),),),
                 )
             ]
@@ -329,6 +354,9 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
                 return [self._no_open_trap()]
             card = self.deck.get(target)
             review = self._store_answer(learner, card, answer)
+            if is_dont_know(answer):  # an honest blank: quality 0, no judge, no trap talk
+                asked = as_asked(card, review.variant_id)
+                return self._finalize(review.id, asked, None, grader=texts.DONT_KNOW_GRADER, quality=0)  # type: ignore[arg-type]
             return await self._grade_stored(review, card)
 
     def _store_answer(self, learner: Learner, card: Card, answer: str) -> Review:
@@ -357,9 +385,10 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
 
     async def _grade_stored(self, review: Review, card: Card, *, interactive: bool | None = None) -> list[Reply]:
         interactive = self.interactive if interactive is None else interactive
+        card = as_asked(card, review.variant_id)  # the judge, the verdict and the follow-up read the wording asked
         started = _time.perf_counter()
         try:
-            assessment = await self.grader.assess(as_asked(card, review.variant_id), review.answer, interactive=interactive)
+            assessment = await self.grader.assess(card, review.answer, interactive=interactive)
             GRADING.labels(assessment.grader.split(" ")[0]).observe(_time.perf_counter() - started)
         except Exception:  # a judge must never lose an answer; fall back to self-grading
             log.exception("grader %s failed on review %s", getattr(self.grader, "name", "?"), review.id)
@@ -432,7 +461,7 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
             review.graded_at = now
             session.add_all([state, review])
             session.commit()
-            next_label = texts.day_label(today, state.due_on) if not state.repeat_today else "again later today"
+            next_label = texts.next_label(today, state.due_on, repeat_in=self.learning_step if state.repeat_today else None)
             interview = learner.interview
         follow_up = point_to_probe(card, grade.judgement if grade else None) is not None
         verdict = self._verdict_reply(review, card, grade, quality, next_label, follow_up=follow_up, offer=not interview)
@@ -497,7 +526,7 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
     async def _act(self, learner_id: int, action: Action) -> list[Reply]:
         verb = action.verb
         if verb is Verb.NEXT:
-            return await self.next_trap(learner_id)
+            return await self.next_trap(learner_id, repeat_now=action.arg == "repeat")
         if verb is Verb.EXTRA:
             return await self.next_trap(learner_id, extra_new=True)
         if verb is Verb.HINT:
@@ -516,7 +545,7 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
             return await self.open_card(learner_id, action.arg or "")
         async with self._locks[learner_id]:
             review = self._owned_review(learner_id, action.review_id)
-            card = self.deck.get(review.card_id) if review.card_id in self.deck else None
+            card = as_asked(self.deck.get(review.card_id), review.variant_id) if review.card_id in self.deck else None
             if card is None:
                 raise InvalidAction("that trap is no longer in the deck")
             if verb is Verb.RATE:

@@ -3,7 +3,7 @@ back, the trap open again) and /forget (everything about a learner deleted)."""
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -26,6 +26,7 @@ class HistoryRoom(LearnerRoom):
 
     deck: Deck
     followups: FollowUps
+    learning_step: timedelta
     _locks: LearnerLocks
 
     def _override(self, review: Review, card: Card, quality: int) -> list[Reply]:
@@ -49,10 +50,10 @@ class HistoryRoom(LearnerRoom):
             )
             session.add_all([state, db_review])
             session.commit()
-            label = "again later today" if state.repeat_today else texts.day_label(today, state.due_on)
+            label = texts.next_label(today, state.due_on, repeat_in=self.learning_step if state.repeat_today else None)
         return [
             Reply(
-                f"Noted: **{quality}/5** is your grade. The {label.replace('next review', 'next review is')}.",
+                f"Noted: **{quality}/5** is your grade. {texts.schedule_sentence(label)}",
                 buttons=((Button("Next trap", Action(Verb.NEXT).encode()),),),
                 review_id=review.id,
             )
@@ -85,7 +86,7 @@ class HistoryRoom(LearnerRoom):
             card = self.deck.get(card_id)
             return [
                 Reply(
-                    f"Taken back: the grade for **{card.title}** is undone and its schedule restored. "
+                    f"Taken back: your last grade (`{card.id}`) is undone and its schedule restored. "
                     "Send a new answer whenever you like.",
                     kind=ReplyKind.QUESTION,
                     card_id=card_id,

@@ -59,7 +59,7 @@ class RecoveryRoom(LearnerRoom):
                     self._update_review(current.id, status=ReviewStatus.FAILED)
                     continue
                 replies = await self._grade_stored(current, self.deck.get(current.card_id))
-            item = (review.learner_id, [Reply("Your last answer was graded after a restart:"), *replies])
+            item = (review.learner_id, [Reply("Your last answer was graded after a restart; the verdict follows."), *replies])
             owed.append(item)
             if deliver is not None:
                 try:
@@ -72,7 +72,7 @@ class RecoveryRoom(LearnerRoom):
             async with self._locks[follow_learner]:
                 replies = await self.followups.judge_stored(row_id)
             if replies:
-                item = (follow_learner, [Reply("Your follow-up answer was read after a restart:"), *replies])
+                item = (follow_learner, [Reply("Your follow-up answer was read after a restart; what it found follows."), *replies])
                 owed.append(item)
                 if deliver is not None:
                     try:
