@@ -26,6 +26,7 @@ from bot import texts, wordings
 from bot.actions import Action, InvalidAction, Verb
 from bot.answers import MAX_ANSWER_CHARS, answer_problem, clean_answer, is_dont_know
 from bot.clock import Clock, local_date
+from bot.confirming import ConfirmRoom, with_second
 from bot.followups import FollowUps, point_to_probe
 from bot.history import HistoryRoom, snapshot_of
 from bot.locks import LearnerLocks
@@ -41,7 +42,7 @@ from cards.schema import Card
 from cards.sm2 import Sm2State, needs_same_day_repeat
 from cards.sm2 import review as sm2_review
 from cards.wording import as_asked, parse_wording_ref, variant_index
-from grader.base import Assessment, Grade, Grader, Judgement, PointJudgement, PointVerdict
+from grader.base import Assessment, Grade, Grader, Judgement
 from grader.scoring import grade_from_judgement
 
 __all__ = ["MAX_ANSWER_CHARS", "PlotSource", "QuizEngine", "Stats"]
@@ -59,7 +60,7 @@ class PlotSource(Protocol):
     async def plot_for(self, sim_id: str, wait_seconds: float = ...) -> Any: ...
 
 
-class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom):
+class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom):
     def __init__(
         self,
         db: DbEngine,
@@ -257,7 +258,7 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
                 session.commit()
             return [
                 Reply(
-                    f"Skipped for today. {texts.schedule_sentence(texts.day_label(today, back))}",
+                    f"Skipped for today: it comes back {texts.day_label(today, back).removeprefix('next review ')}.",
                     buttons=((Button("Next trap", Action(Verb.NEXT).encode()),),),
                 )
             ]
@@ -409,29 +410,6 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
             review.id, card, assessment.grade, grader=assessment.grader, second=assessment.second_reading
         )
 
-    def _confirmation_reply(self, review: Review, card: Card) -> Reply:
-        if review.verdict is None:  # self-grading: rate 0-5 after seeing the key
-            row = tuple(Button(str(q), Action(Verb.RATE, review.id, str(q)).encode()) for q in range(6))
-            return Reply(
-                texts.self_grade_prompt(card), kind=ReplyKind.CONFIRM, buttons=(row,), review_id=review.id, card_id=card.id
-            )
-        judgement = Judgement.from_json(review.verdict)
-        grade = grade_from_judgement(card, judgement, review.answer, check_quotes=False)
-        ticks = tuple(
-            (Button(f"{i}. {texts.MARK[judgement.verdict_for(p.id)]}", Action(Verb.TICK, review.id, str(i)).encode()),)
-            for i, p in enumerate(card.key_points, 1)
-        )
-        buttons = _rows([b for (b,) in ticks], 3) + (
-            (Button(f"Confirm {grade.quality}/5", Action(Verb.CONFIRM, review.id).encode()),),
-        )
-        return Reply(
-            texts.assisted_prompt(card, judgement, grade.quality, second=review.verdict.get("second_reading")),
-            kind=ReplyKind.CONFIRM,
-            buttons=buttons,
-            review_id=review.id,
-            card_id=card.id,
-        )
-
     def _finalize(
         self, review_id: int, card: Card, grade: Grade | None, *, grader: str, quality: int | None = None,
         second: Grade | None = None,
@@ -457,7 +435,7 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
             review.score = grade.score if grade else None
             if grade:
                 kept = (review.verdict or {}).get("second_reading")
-                review.verdict = _with_second(grade.judgement.to_json(), _reading(second) if second else kept)
+                review.verdict = with_second(grade.judgement.to_json(), _reading(second) if second else kept)
             review.graded_at = now
             session.add_all([state, review])
             session.commit()
@@ -591,31 +569,6 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
                 raise InvalidAction("unknown follow-up button")
         raise InvalidAction(f"unexpected button {verb.value}")
 
-    def _toggle_point(self, review: Review, card: Card, index: int) -> Reply:
-        judgement = Judgement.from_json(review.verdict or {"judge": "self", "points": []})
-        point = card.key_points[index - 1]
-        cycle = {
-            PointVerdict.PRESENT: PointVerdict.PARTIAL,
-            PointVerdict.PARTIAL: PointVerdict.ABSENT,
-            PointVerdict.ABSENT: PointVerdict.PRESENT,
-            PointVerdict.CONTRADICTED: PointVerdict.PRESENT,
-        }
-        new_verdict = cycle[judgement.verdict_for(point.id)]
-        points = [p for p in judgement.points if p.point_id != point.id]
-        points.append(PointJudgement(point.id, new_verdict, ""))
-        order = {p.id: i for i, p in enumerate(card.key_points)}
-        points.sort(key=lambda p: order.get(p.point_id, 99))
-        judgement = Judgement(
-            judge=judgement.judge,
-            points=tuple(points),
-            misconceptions=judgement.misconceptions,
-            injection_suspected=judgement.injection_suspected,
-            feedback=judgement.feedback,
-        )
-        second = (review.verdict or {}).get("second_reading")
-        self._update_review(review.id, verdict=_with_second(judgement.to_json(), second))
-        return self._confirmation_reply(self._load_review(review.id), card)
-
     # ----- plots, recovery ------------------------------------------------------------
 
     async def plot(
@@ -683,18 +636,6 @@ class QuizEngine(SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom)
             raise InvalidAction(f"that answer is already {review.status}")
 
 
-
 def _reading(grade: Grade) -> dict[str, Any]:
     """A judge's reading as stored beside the verdict the learner was given."""
     return {"judge": grade.judgement.judge, "quality": grade.quality, "score": grade.score, "judgement": grade.judgement.to_json()}
-
-
-def _with_second(verdict: dict[str, Any], second: dict[str, Any] | None) -> dict[str, Any]:
-    if second:
-        verdict["second_reading"] = second
-    return verdict
-
-
-def _rows(buttons: list[Button], width: int) -> tuple[tuple[Button, ...], ...]:
-    return tuple(tuple(buttons[i : i + width]) for i in range(0, len(buttons), width))
-

@@ -41,9 +41,10 @@ WELCOME = (
 
 HELP = (
     "**Commands**\n"
-    "- /trap: the next due trap, or a new one\n"
+    "- /trap: the next due trap, or a new one (a missed trap comes back after 10 minutes, "
+    "once the others due are done)\n"
     "- /hint: a nudge for the open trap\n"
-    "- /skip: put the open trap back for later\n"
+    "- /skip: skip the open trap for today\n"
     "- /stats: streak, reviews, what is due, mastery per mechanism\n"
     "- /settings: timezone, push time, new traps a day, interview mode, pause\n"
     "- /undo: take back your last grade\n"
@@ -52,7 +53,8 @@ HELP = (
     "To answer, just send your answer as a message after a trap. When an answer misses a "
     "core point, \"Try the follow-up\" asks what an interviewer would ask next: your next "
     "message answers it (it never changes your grade; /skip skips it). "
-    "`/settings interview on` asks it straight away."
+    "`/settings interview on` asks it straight away. If you don't know, say so: "
+    "\"I don't know\" shows the mechanism and counts as 0, with no guess to unlearn."
 )
 
 
