@@ -72,6 +72,7 @@ class SettingsRoom(LearnerRoom):
 
     async def update_settings(self, learner_id: int, field: str, value: str) -> list[Reply]:
         """Change one setting from what the learner typed; a clear message when it does not parse."""
+        self.get_learner(learner_id)  # a bad stored zone is repaired (and told) whatever is typed
         changes: dict[str, Any] = {}
         try:
             key = field.strip().casefold()
@@ -92,8 +93,7 @@ class SettingsRoom(LearnerRoom):
                     f"I have no setting called {field!r}: try timezone, time, new, interview, pause or resume."
                 )
         except PreferenceError as error:
-            return [Reply(str(error), kind=ReplyKind.ERROR)]
-        self.get_learner(learner_id)  # a bad stored zone is repaired before the new value is saved
+            return self.with_notices(learner_id, [Reply(str(error), kind=ReplyKind.ERROR)])
         return self.with_notices(learner_id, self._apply_settings(learner_id, changes))
 
     def _apply_settings(self, learner_id: int, changes: dict[str, Any]) -> list[Reply]:

@@ -73,6 +73,10 @@ async def test_a_bad_stored_zone_never_stops_settings_or_stats(db, small_deck, c
     _store_zone(db, learner.id, "Mars/Olympus")
     stats = await engine.stats(learner.id, with_plot=False)
     assert stats[0].kind is ReplyKind.INFO and stats[-1].kind is ReplyKind.STATS
+    _store_zone(db, learner.id, BAD_ZONE)  # the Discord sweep re-saves the stored zone as typed
+    replies = await engine.update_settings(learner.id, "timezone", BAD_ZONE)
+    assert [reply.kind for reply in replies] == [ReplyKind.INFO, ReplyKind.ERROR]
+    assert engine.get_learner(learner.id).timezone == "UTC"
 
 
 def test_time_helpers_read_a_bad_zone_as_utc() -> None:
