@@ -355,9 +355,6 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
                 return [self._no_open_trap()]
             card = self.deck.get(target)
             review = self._store_answer(learner, card, answer)
-            if is_dont_know(answer):  # an honest blank: quality 0, no judge, no trap talk
-                asked = as_asked(card, review.variant_id)
-                return self._finalize(review.id, asked, None, grader=texts.DONT_KNOW_GRADER, quality=0)  # type: ignore[arg-type]
             return await self._grade_stored(review, card)
 
     def _store_answer(self, learner: Learner, card: Card, answer: str) -> Review:
@@ -387,6 +384,8 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
     async def _grade_stored(self, review: Review, card: Card, *, interactive: bool | None = None) -> list[Reply]:
         interactive = self.interactive if interactive is None else interactive
         card = as_asked(card, review.variant_id)  # the judge, the verdict and the follow-up read the wording asked
+        if is_dont_know(review.answer):  # an honest blank: quality 0, no judge, no trap talk
+            return self._finalize(review.id, card, None, grader=texts.DONT_KNOW_GRADER, quality=0)  # type: ignore[arg-type]
         started = _time.perf_counter()
         try:
             assessment = await self.grader.assess(card, review.answer, interactive=interactive)
