@@ -8,7 +8,7 @@ import sys
 from typing import TextIO
 
 from bot.engine import QuizEngine
-from bot.markup import to_plain
+from bot.markup import to_terminal
 from bot.replies import Button, Reply, ReplyKind
 from grader.base import warmable
 
@@ -53,7 +53,7 @@ class TerminalChat:
         self.keys = {}
         for reply in replies:
             self.write()
-            self.write(to_plain(reply.text, bold=BOLD if self.color else ("", "")))
+            self.write(to_terminal(reply.text, color=self.color))
             if reply.buttons:
                 self.write("   " + "   ".join(self._label(b) for row in reply.buttons for b in row))
             if reply.kind is ReplyKind.QUESTION:
