@@ -52,7 +52,7 @@ from bot.discord.views import (
 from bot.engine import QuizEngine
 from bot.models import Learner
 from bot.prefs import PreferenceError, parse_push_time, parse_timezone
-from bot.replies import Reply, ReplyKind
+from bot.replies import PLOT_FAILED, Reply, ReplyKind
 from cards.wording import parse_wording_ref, question_for
 
 log = logging.getLogger(__name__)
@@ -102,6 +102,10 @@ class InteractionSink:
             return await self.interaction.response.send_message(ephemeral=self.ephemeral, **kwargs)
         return await self.interaction.followup.send(ephemeral=self.ephemeral, **kwargs)
 
+    async def send_late(self, message: Outgoing) -> Any:
+        """To the user's DMs, when the interaction's follow-up window has closed."""
+        return await self.interaction.user.send(**send_kwargs(message))
+
 
 class ChannelSink:
     """A channel or a DM: pushes, typed answers in DMs, a server's trap of the day."""
@@ -133,12 +137,12 @@ class DiscordHandlers:
         store: GuildStore,
         *,
         plot_wait: float = 3.0,
-        late_plot_wait: float = 600.0,
+        late_plot_wait: float | None = None,
     ):
         self.engine = engine
         self.store = store
         self.plot_wait = plot_wait
-        self.late_plot_wait = late_plot_wait  # interaction follow-ups stay valid for 15 minutes
+        self.late_plot_wait = late_plot_wait  # None: however long the simulation takes
         self._tasks: set[asyncio.Task[None]] = set()
 
     # ----- identity and privacy ------------------------------------------------------
@@ -199,14 +203,24 @@ class DiscordHandlers:
         return last
 
     async def _late_plot(self, sim_id: str, sink: Sink, card_id: str | None = None) -> None:
+        """The plot as a follow-up once computed; if it cannot be made, the learner is told."""
         plot = await self.engine.plot(sim_id, wait_seconds=self.late_plot_wait, card_id=card_id)
         if plot is None:
-            log.info("the plot for %s was not ready; the verdict went without it", sim_id)
-            return
+            log.warning("the plot for %s could not be made; telling the learner", sim_id)
+            message = render_notice(PLOT_FAILED)
+        else:
+            message = render_plot(plot)
         try:
-            await sink.send(render_plot(plot))
+            await sink.send(message)
         except discord.HTTPException:
-            log.warning("could not send the late plot for %s", sim_id, exc_info=True)
+            # An interaction's follow-ups expire after 15 minutes: the plot goes by DM then.
+            late = getattr(sink, "send_late", None)
+            try:
+                if late is None:
+                    raise
+                await late(message)
+            except discord.HTTPException:
+                log.warning("could not send the late plot for %s", sim_id, exc_info=True)
 
     def later(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)

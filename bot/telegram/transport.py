@@ -64,7 +64,7 @@ class TelegramTransport:
         *,
         rate_limiter: BaseRateLimiter[Any] | str | None = DEFAULT_RATE_LIMITER,
         plot_wait_seconds: float = 3.0,
-        late_plot_seconds: float = 180.0,
+        late_plot_seconds: float | None = None,
         split_wait_seconds: float = 1.5,
         retry_base_seconds: float = 0.5,
         poll_timeout_seconds: float = 10.0,
