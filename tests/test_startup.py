@@ -1,4 +1,5 @@
-"""Starting the chat imports no heavy module: torch, matplotlib and the embedding model load lazily."""
+"""Starting the chat waits for no heavy module: torch, matplotlib and the embedding model load
+in the background once the first screen is up (the judge warms while the learner reads)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,15 @@ def test_chat_start_imports_nothing_heavy(tmp_path) -> None:
         "from bot.terminal import TerminalChat\n"
         "migrate(get_settings().database_url)\n"
         "engine = build_engine(get_settings())\n"
-        "asyncio.run(TerminalChat(engine, io.StringIO('/help\\n/quit\\n'), io.StringIO(), user='ada').run())\n"
-        f"print('heavy=' + ','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
+        "class Screen(io.StringIO):\n"
+        "    at_first_prompt = None\n"
+        "    def write(self, text):\n"
+        "        if text == '> ' and self.at_first_prompt is None:\n"
+        f"            self.at_first_prompt = [m for m in {HEAVY!r} if m in sys.modules]\n"
+        "        return super().write(text)\n"
+        "screen = Screen()\n"
+        "asyncio.run(TerminalChat(engine, io.StringIO('/help\\n/quit\\n'), screen, user='ada').run())\n"
+        "print('heavy=' + ','.join(screen.at_first_prompt))\n"
     )
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}", "TRAPBOT_SIM_CACHE_DIR": str(tmp_path / "sims")}
     env.pop("OPENAI_API_KEY", None)
