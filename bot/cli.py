@@ -19,9 +19,13 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return _chat(args)
-    from bot.app import serve
+    from bot.app import StartupError, serve
 
-    asyncio.run(serve(settings))
+    try:
+        asyncio.run(serve(settings))
+    except StartupError as error:
+        print(f"trapbot could not start: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -5,6 +5,7 @@ and no visible character is lost between the chunks."""
 from __future__ import annotations
 
 import itertools
+import re
 from html.parser import HTMLParser
 from typing import Any
 
@@ -279,3 +280,16 @@ def test_any_text_splits_into_valid_chunks(fake_api_module: Any, markdown: str, 
         assert 0 < utf16_length(text) <= limit
         shown += text
     assert "".join(shown.split()) == "".join(whole.split())
+
+
+UNRENDERED = re.compile(r"\$[^$\s][^$]*\$|\\[A-Za-z]{2,}")
+
+
+@pytest.mark.skipif(not CARDS, reason="no card in cards/deck parses yet")
+def test_no_card_leaves_latex_unrendered(fake_api_module: Any) -> None:
+    """Every card's question, key, explanation and verdicts show math as Unicode, not ``$\\beta$``."""
+    for card in CARDS:
+        for markdown in card_messages(card):
+            shown = "".join(fake_api_module.parse_html(chunk)[0] for chunk in render(markdown))
+            found = UNRENDERED.search(shown)
+            assert found is None, (card.id, found.group(0) if found else "")
