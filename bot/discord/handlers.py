@@ -13,7 +13,8 @@ import dataclasses
 import io
 import logging
 import re
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import discord
@@ -115,6 +116,25 @@ class ChannelSink:
 
     async def send(self, message: Outgoing) -> Any:
         return await self.channel.send(**send_kwargs(message))
+
+
+@asynccontextmanager
+async def typing_in(channel: Any) -> AsyncIterator[None]:
+    """Discord's typing indicator in ``channel`` for the body; a failure to show it is ignored."""
+    start = getattr(channel, "typing", None)
+    indicator = start() if start is not None else None
+    shown = False
+    if indicator is not None:
+        try:
+            await indicator.__aenter__()
+            shown = True
+        except discord.HTTPException as error:
+            log.debug("typing indicator failed: %s", error)
+    try:
+        yield
+    finally:
+        if shown:
+            await indicator.__aexit__(None, None, None)
 
 
 def is_direct_message(interaction: Any) -> bool:
@@ -591,12 +611,13 @@ class DiscordHandlers:
             )
             learner = await self.settle_reach(learner, dm_works=True)
             card_id = self._replied_card(message)
-            replies = await self.engine.submit_answer(
-                learner.id,  # type: ignore[arg-type]
-                text,
-                card_id=card_id,
-                to_follow_up=card_id is not None and self._replied_follow_up(message),
-            )
+            async with typing_in(message.channel):  # "trapbot is typing…" while it grades
+                replies = await self.engine.submit_answer(
+                    learner.id,  # type: ignore[arg-type]
+                    text,
+                    card_id=card_id,
+                    to_follow_up=card_id is not None and self._replied_follow_up(message),
+                )
             await self.deliver(replies, sink, owner=author.id)
         except Exception:
             log.exception("answering a direct message failed")

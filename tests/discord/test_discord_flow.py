@@ -416,6 +416,7 @@ async def test_typed_answers_in_a_dm(make_rig) -> None:
         review.status == ReviewStatus.GRADED
         and f"Grade {review.quality}/5" in channel.sent[0]["embeds"][0].title
     )
+    assert channel.typing_shown == [(0, 0)], "typing shows while grading, before the verdict"
 
     # No trap is open now, but a reply to the question's message still answers that trap.
     quoted = SimpleNamespace(author=SimpleNamespace(bot=True), embeds=question.embeds)
@@ -442,6 +443,19 @@ class FakeDmChannel:
 
     def __init__(self) -> None:
         self.sent: list[dict] = []
+        self.typing_shown: list[tuple[int, int]] = []  # messages sent when it began and ended
+
+    def typing(self):
+        channel = self
+
+        class Typing:
+            async def __aenter__(self):
+                self.began = len(channel.sent)
+
+            async def __aexit__(self, *exc):
+                channel.typing_shown.append((self.began, len(channel.sent)))
+
+        return Typing()
 
     async def send(self, **kwargs):
         self.sent.append(kwargs)
