@@ -110,7 +110,7 @@ def open_in_viewer(path: str) -> str | None:
     opener = "open" if sys.platform == "darwin" else "xdg-open"
     if shutil.which(opener) is None:
         return f"No image viewer is available here ({opener} is missing); the plot is at {path}"
-    subprocess.Popen(  # noqa: S603 (a fixed program and our own cache path)
+    subprocess.Popen(
         [opener, path],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

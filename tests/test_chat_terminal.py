@@ -116,8 +116,9 @@ class TtyScreen(io.StringIO):
 
 
 def engine_on(db_url: str, grader: Any, plots: Any = None) -> QuizEngine:
-    from bot.clock import FixedClock
     from datetime import UTC, datetime
+
+    from bot.clock import FixedClock
 
     deck = default_deck()
     clock = FixedClock(datetime(2026, 3, 2, 8, 0, tzinfo=UTC))
@@ -171,7 +172,7 @@ async def test_a_walk_through_the_deck_shows_every_plot_before_the_buttons(
         if sim == slow_sim:
             assert verdict.index("still being computed") < buttons
         else:
-            plot_line = verdict.index(f"📈 Plot: ")
+            plot_line = verdict.index("📈 Plot: ")
             assert plot_line < buttons and f"{sim}.png" in verdict[plot_line:buttons], card_id
             assert "[v] open the plot" in verdict
     late = re.findall(r"📈 The plot is ready: .*", out)

@@ -82,7 +82,7 @@ def test_a_rejected_token_is_one_readable_line(tmp_path) -> None:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Refusing(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        def do_POST(self) -> None:
             body = json.dumps({"ok": False, "error_code": 401, "description": "Unauthorized"}).encode()
             self.send_response(401)
             self.send_header("Content-Type", "application/json")

@@ -340,7 +340,7 @@ def render_plot(plot: PlotImage) -> Outgoing:
     attachment = Attachment(_attachment_name(f"plot-{plot.sim_id}"), plot.png)
     embed = discord.Embed(
         title=truncate(plot.title or "The simulation", TITLE_MAX),
-        description=truncate(plot.caption, DESCRIPTION_MAX) or None,
+        description=truncate(to_discord_markdown(plot.caption), DESCRIPTION_MAX) or None,
         colour=COLOURS[ReplyKind.EXPLANATION],
     )
     embed.set_image(url=f"attachment://{attachment.filename}")

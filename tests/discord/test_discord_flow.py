@@ -541,8 +541,8 @@ async def test_a_plot_that_cannot_be_made_is_said(make_rig, sim_id) -> None:
 
 
 def http_error_expired():
-    import discord
-
     from types import SimpleNamespace as Response
+
+    import discord
 
     return discord.NotFound(Response(status=404, reason="test"), {"code": 10015, "message": "Unknown Webhook"})

@@ -137,6 +137,14 @@ def test_layout_takes_a_bold_first_line_as_title_and_bold_lines_as_sections() ->
     assert layout("Saved.\n\n**Your settings**\n- a").title is None
 
 
+def test_a_late_plots_caption_is_rendered() -> None:
+    from bot.discord.format import render_plot
+    from bot.replies import PlotImage
+
+    sent = render_plot(PlotImage("s", b"png", "the gap grows as $\\epsilon T^2$ for *BC*", "A title"))
+    assert sent.embeds[0].description == "the gap grows as ϵ T² for *BC*"
+
+
 def test_nested_lists_code_with_angle_brackets_and_links() -> None:
     assert to_discord_markdown("- one\n  - inner\n- two\n\n1. first\n2. second") == (
         "- one\n  - inner\n- two\n\n1. first\n2. second"
