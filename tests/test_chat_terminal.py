@@ -291,3 +291,22 @@ def test_no_card_leaves_latex_unrendered_in_the_terminal() -> None:
         ):
             shown = to_terminal(text, color=False)
             assert not UNRENDERED.search(shown), (card.id, UNRENDERED.search(shown).group(0))
+
+
+async def test_without_a_terminal_a_tick_prints_only_the_changed_lines(db_url: str) -> None:
+    deck = default_deck()
+    engine = engine_on(db_url, EveryPointJudge())
+    card = deck.cards[0]
+    script = iter(["/trap", EveryPointJudge.answer(card), "1", "/quit"])
+    screen = io.StringIO()
+    marks: dict[str, int] = {}
+
+    def decide(shown: str) -> str:
+        line = next(script)
+        marks[line] = len(screen.getvalue())
+        return line
+
+    await TerminalChat(engine, Learner(screen, decide), screen, user="ada", timezone="UTC").run()
+    printed = [line for line in screen.getvalue()[marks["1"] : marks["/quit"]].split("\n") if line.strip("> ")]
+    assert len(printed) == 3, printed  # the ticked point, the grade it gives, the buttons
+    assert printed[0].startswith("1. ") and "grades" in printed[1] and "[c] Confirm" in printed[2]
