@@ -174,6 +174,10 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     # The offline judge's embedding model loads in the background, not on the first answer.
     judge = warmable(engine.grader)
     warm_judge = asyncio.create_task(judge.warm(engine.deck)) if judge is not None else None
+    for transport in transports:  # a first grade that waits for the model says so
+        warmup = getattr(transport, "warmup", None)
+        if warmup is not None:
+            warmup.task = warm_judge
     freeze_heap()
     frozen = asyncio.create_task(_freeze_after([task for task in (warm, warm_judge) if task is not None]))
     try:

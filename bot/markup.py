@@ -130,6 +130,7 @@ def _script(marker: str, text: str) -> str:
     return f"{marker}({text})"
 
 
+@lru_cache(maxsize=4096)  # a card's formulas come back in every verdict and explanation
 def latex_to_unicode(latex: str) -> str:
     """Inline LaTeX as readable Unicode: ``\\mathbb{E}\\|a-\\mu\\|^2`` is ``𝔼‖a-μ‖²``."""
     # ``\|`` as the character itself keeps the spaces written around it (pylatexenc drops them).

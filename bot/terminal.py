@@ -26,6 +26,7 @@ from bot.actions import Action, InvalidAction, Verb
 from bot.engine import QuizEngine
 from bot.markup import to_terminal
 from bot.replies import PLOT_FAILED, Button, PlotImage, Reply, ReplyKind
+from bot.transport import WAITED_FOR_JUDGE
 from grader.base import warmable
 
 T = TypeVar("T")
@@ -391,10 +392,7 @@ class TerminalChat:
                 self.stdout.flush()
         if loading and not self._judge_wait_told:
             self._judge_wait_told = True
-            self.write(
-                f"(That grade took {time.monotonic() - started:.0f} s because the judge was still "
-                "loading its model; the next ones are quicker.)"
-            )
+            self.write(WAITED_FOR_JUDGE.format(seconds=time.monotonic() - started))
         return result
 
     async def _spin(self, label: str) -> None:

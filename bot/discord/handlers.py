@@ -54,6 +54,7 @@ from bot.engine import QuizEngine
 from bot.models import Learner
 from bot.prefs import PreferenceError, parse_push_time, parse_timezone
 from bot.replies import PLOT_FAILED, Reply, ReplyKind
+from bot.transport import JudgeWarmup
 from cards.wording import parse_wording_ref, question_for
 
 log = logging.getLogger(__name__)
@@ -163,6 +164,7 @@ class DiscordHandlers:
         self.store = store
         self.plot_wait = plot_wait
         self.late_plot_wait = late_plot_wait  # None: however long the simulation takes
+        self.warmup = JudgeWarmup()  # the runner sets its task: the judge loading since start
         self._tasks: set[asyncio.Task[None]] = set()
 
     # ----- identity and privacy ------------------------------------------------------
@@ -536,7 +538,9 @@ class DiscordHandlers:
             return
         try:
             learner = await self.learner_for(interaction)
-            replies = await self.engine.submit_answer(learner.id, text, card_id=target.card_id)  # type: ignore[arg-type]
+            replies = await self.warmup.grade(
+                self.engine.submit_answer(learner.id, text, card_id=target.card_id)  # type: ignore[arg-type]
+            )
         except Exception:
             log.exception("grading an answer from Discord failed")
             await self.notice(interaction, f"{texts.FAILED} {texts.ANSWER_KEPT}", attachments=kept)
@@ -612,11 +616,13 @@ class DiscordHandlers:
             learner = await self.settle_reach(learner, dm_works=True)
             card_id = self._replied_card(message)
             async with typing_in(message.channel):  # "trapbot is typing…" while it grades
-                replies = await self.engine.submit_answer(
-                    learner.id,  # type: ignore[arg-type]
-                    text,
-                    card_id=card_id,
-                    to_follow_up=card_id is not None and self._replied_follow_up(message),
+                replies = await self.warmup.grade(
+                    self.engine.submit_answer(
+                        learner.id,  # type: ignore[arg-type]
+                        text,
+                        card_id=card_id,
+                        to_follow_up=card_id is not None and self._replied_follow_up(message),
+                    )
                 )
             await self.deliver(replies, sink, owner=author.id)
         except Exception:

@@ -546,3 +546,25 @@ def http_error_expired():
     import discord
 
     return discord.NotFound(Response(status=404, reason="test"), {"code": 10015, "message": "Unknown Webhook"})
+
+
+@pytest.mark.usefixtures("sqlite_is_enough")
+async def test_the_first_grade_during_the_warm_up_says_so_once(make_rig) -> None:
+    import asyncio
+
+    rig = make_rig()
+    ada = rig.users["ada"]
+    loaded = asyncio.Event()
+    rig.handlers.warmup.task = asyncio.ensure_future(loaded.wait())  # as serve() sets it
+    try:
+        _, form = await open_trap_and_form(rig, ada)
+        submitted = await rig.submit(form, "proxy-not-goal and overoptimization", ada)
+        assert submitted.events[0] == "defer-thinking"
+        texts_sent = [s.text for s in submitted.sent]
+        assert "Grade" in texts_sent[0] and "judge was still loading" in texts_sent[-1]
+        loaded.set()
+        _, form = await open_trap_and_form(rig, ada)
+        again = await rig.submit(form, "proxy-not-goal again", ada)
+        assert not any("judge was still loading" in s.text for s in again.sent)
+    finally:
+        loaded.set()
