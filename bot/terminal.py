@@ -216,6 +216,7 @@ class TerminalChat:
         self._tasks: set[asyncio.Task[None]] = set()
         self._judge_ready: asyncio.Task[None] | None = None
         self._judge_wait_told = False
+        self._note = ""
         self._confirm_block: tuple[int | None, list[str]] | None = None  # (review, lines on screen)
         self._lines_since_block = 0
 
@@ -392,7 +393,7 @@ class TerminalChat:
                 self.stdout.flush()
         if loading and not self._judge_wait_told:
             self._judge_wait_told = True
-            self.write(WAITED_FOR_JUDGE.format(seconds=time.monotonic() - started))
+            self._note = WAITED_FOR_JUDGE.format(seconds=time.monotonic() - started)
         return result
 
     async def _spin(self, label: str) -> None:
@@ -428,6 +429,9 @@ class TerminalChat:
             await self.show(replies)
             return True
         await self.show(await self._grading(engine.submit_answer(learner_id, line)))
+        if self._note:  # below the reading or verdict it explains
+            self.write(self._note)
+            self._note = ""
         return True
 
     async def _command(self, learner_id: int, command: str, rest: str) -> list[Reply]:

@@ -231,6 +231,7 @@ async def test_the_first_grade_says_it_waited_for_the_judge(db_url: str, tmp_pat
     out = screen.getvalue()
     assert out.count("the judge is still loading its model") == 1
     assert out.count("because the judge was still loading its model") == 1
+    assert out.index("Check my reading") < out.index("because the judge was still loading")
     assert out.count("Grading your answer") == 2  # every answer shows it is being graded
 
 
