@@ -22,6 +22,29 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+class StartupError(Exception):
+    """trapbot could not start; the message is one line for the operator, without secrets."""
+
+
+def describe_startup_failure(platform: str, error: BaseException, settings: Settings) -> str:
+    """One readable line for a failure to connect at start (the traceback helps nobody here)."""
+    name = type(error).__name__
+    platform = platform.capitalize()
+    if name == "InvalidToken":  # PTB's message repeats the token: not shown
+        text = "Telegram rejected TELEGRAM_BOT_TOKEN: copy the token again from @BotFather"
+    elif name in ("NetworkError", "TimedOut", "ClientConnectorError", "ConnectError", "gaierror") or isinstance(
+        error, OSError | TimeoutError
+    ):
+        detail = str(error).strip().splitlines()[0][:160] if str(error).strip() else name
+        text = f"{platform} is unreachable ({detail}): check the network, a proxy or the base URL"
+    else:
+        detail = str(error).strip().splitlines()[0][:200] if str(error).strip() else name
+        text = f"{platform} failed to start: {detail}"
+    for secret in settings.secrets():
+        text = text.replace(secret, "***")
+    return text
+
+
 def build_grader(settings: Settings) -> Grader:
     """The judge ``TRAPBOT_JUDGE`` names; ``auto`` is the LLM judge with an API key, else offline."""
     choice = settings.trapbot_judge
@@ -127,8 +150,15 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+    started: list[Transport] = []
     for transport in transports:
-        await transport.start()
+        try:
+            await transport.start()
+        except Exception as error:  # a token or the network: one line, not a traceback
+            for running in reversed(started):
+                await running.stop()
+            raise StartupError(describe_startup_failure(transport.platform, error, settings)) from error
+        started.append(transport)
         log.info("%s is serving", transport.platform)
     by_platform = {t.platform: t for t in transports}
     recovery = asyncio.create_task(recover_pending(engine, by_platform))
@@ -144,6 +174,10 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     # The offline judge's embedding model loads in the background, not on the first answer.
     judge = warmable(engine.grader)
     warm_judge = asyncio.create_task(judge.warm(engine.deck)) if judge is not None else None
+    for transport in transports:  # a first grade that waits for the model says so
+        warmup = getattr(transport, "warmup", None)
+        if warmup is not None:
+            warmup.task = warm_judge
     freeze_heap()
     frozen = asyncio.create_task(_freeze_after([task for task in (warm, warm_judge) if task is not None]))
     try:

@@ -19,9 +19,13 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return _chat(args)
-    from bot.app import serve
+    from bot.app import StartupError, serve
 
-    asyncio.run(serve(settings))
+    try:
+        asyncio.run(serve(settings))
+    except StartupError as error:
+        print(f"trapbot could not start: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -29,7 +33,7 @@ def _chat(args: argparse.Namespace) -> int:
     from bot.app import build_engine
     from bot.config import get_settings
     from bot.db import migrate_if_needed
-    from bot.terminal import run_chat
+    from bot.terminal import QUIT_TEXT, run_chat
 
     settings = get_settings()
     migrate_if_needed(settings.database_url)
@@ -39,13 +43,13 @@ def _chat(args: argparse.Namespace) -> int:
         try:
             await run_chat(engine)
         finally:
-            if engine.sims is not None:
-                await engine.sims.close()
+            if engine.sims is not None:  # a plot still computing is of no use to a closed chat
+                await engine.sims.close(terminate=True)
 
     try:
         asyncio.run(main())
-    except KeyboardInterrupt:
-        print("\nBye. Your progress is saved.")
+    except KeyboardInterrupt:  # Ctrl-C: every answer is stored as it is sent
+        print(f"\n{QUIT_TEXT}", flush=True)
     return 0
 
 

@@ -57,7 +57,7 @@ LEARNING_STEP = timedelta(minutes=10)
 class PlotSource(Protocol):
     """The simulation service, as the engine sees it."""
 
-    async def plot_for(self, sim_id: str, wait_seconds: float = ...) -> Any: ...
+    async def plot_for(self, sim_id: str, wait_seconds: float | None = ...) -> Any: ...
 
 
 class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom):
@@ -303,6 +303,12 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
         return self._question_for(card, variant, repeat=repeat, label=label)
 
     def _question_for(self, card: Card, variant, *, repeat: bool, label: str) -> Reply:
+        prefetch = getattr(self.sims, "prefetch", None)
+        if card.sim and prefetch is not None:
+            try:  # the plot computes while the learner reads and types
+                prefetch(card.sim)
+            except Exception:  # a plot never stops a question
+                log.exception("could not start the plot for %s", card.sim)
         return Reply(
             texts.question_text(card, repeat=repeat, due_label=label, variant=variant),
             kind=ReplyKind.QUESTION,
@@ -571,9 +577,10 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
     # ----- plots, recovery ------------------------------------------------------------
 
     async def plot(
-        self, sim_id: str, wait_seconds: float = 3.0, *, card_id: str | None = None
+        self, sim_id: str, wait_seconds: float | None = 3.0, *, card_id: str | None = None
     ) -> PlotImage | None:
-        """The simulation's plot, or None if there is no service or it is not ready in time."""
+        """The simulation's plot, or None if there is no service, it failed, or it is not ready
+        within ``wait_seconds`` (None: wait until it is; then None means it failed)."""
         if self.sims is None:
             return None
         try:

@@ -63,3 +63,7 @@ class Outbox:
     """Replies for learners other than the one who acted (recovered grades, pushes)."""
 
     items: list[tuple[int, list[Reply]]] = field(default_factory=list)
+
+
+#: What every adapter says when a verdict's simulation could not make its plot at all.
+PLOT_FAILED = "The simulation's plot for that verdict could not be made this time; the text above has the mechanism."

@@ -305,7 +305,13 @@ def missing(cache_dir: str | os.PathLike[str] | None = None) -> list[str]:
 
 
 def _prepare_worker() -> None:
-    """Runs once in each worker process: import the heavy modules, one torch thread."""
+    """Runs once in each worker process: import the heavy modules, one torch thread.
+
+    Ctrl-C in a terminal signals the whole process group; a worker ignores it (it would print
+    its own traceback in the middle of the chat), and its parent decides when it stops."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     import matplotlib
 
     matplotlib.use("Agg")

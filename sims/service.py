@@ -1,9 +1,10 @@
 """Serve simulation plots to the bot without ever computing on its event loop.
 
 ``plot_for`` answers from the cache at once. On a miss it starts the computation in a worker
-and waits at most ``wait_seconds``; if the plot is not ready by then it returns None (the bot
-sends the explanation without the picture) and the computation keeps going, so a later call
-finds it. One sim is computed once: concurrent callers share one in-flight task per (sim,
+and waits at most ``wait_seconds`` (``None``: until it is done); if the plot is not ready by
+then it returns None and the computation keeps going, so a later call finds it: the bot sends
+the plot after its verdict once it is. ``prefetch`` starts a computation without waiting (the
+bot calls it when it shows a trap, so the plot computes while the learner types). One sim is computed once: concurrent callers share one in-flight task per (sim,
 config) here, and the cache's file lock does the same across processes (two bots, or
 ``trapbot sims warm`` running beside the bot).
 
@@ -54,6 +55,7 @@ class SimService:
         self._executor: Executor | None = None
         self._in_flight: dict[tuple[str, str], asyncio.Task[CachedSim]] = {}
         self._warming: asyncio.Task[list[str]] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # where the computations run
 
     def _get_executor(self) -> Executor:
         if self._executor is None:
@@ -68,13 +70,15 @@ class SimService:
         return cache.lookup(sim_id, config, self.cache_dir)
 
     async def plot_for(
-        self, sim_id: str, wait_seconds: float = 3.0, config: Any = None
+        self, sim_id: str, wait_seconds: float | None = 3.0, config: Any = None
     ) -> CachedSim | None:
-        """The sim's plot from the cache, or computed within ``wait_seconds``, else None.
+        """The sim's plot from the cache, or computed within ``wait_seconds`` (None: however
+        long it takes), else None.
 
         Unknown ids raise ``KeyError``. A failed computation is logged and gives None; the next
         call tries again.
         """
+        self._loop = asyncio.get_running_loop()
         config = registry.get(sim_id).Config() if config is None else config
         hit = self.lookup(sim_id, config)
         if hit is not None:
@@ -87,6 +91,35 @@ class SimService:
         except Exception:
             log.exception("simulation %s failed", sim_id)
             return None
+
+    def prefetch(self, sim_id: str) -> bool:
+        """Start computing ``sim_id``'s plot unless it is cached or under way; never waits.
+
+        Safe from any thread: off the event loop (a push built in a worker thread) the start is
+        handed to the loop the service last served on. False when nothing was started.
+        """
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None:
+            if self._loop is None or self._loop.is_closed():
+                return False
+            self._loop.call_soon_threadsafe(self._prefetch_here, sim_id)
+            return True
+        self._loop = loop
+        return self._prefetch_here(sim_id)
+
+    def _prefetch_here(self, sim_id: str) -> bool:
+        try:
+            config = registry.get(sim_id).Config()
+        except KeyError:
+            log.warning("no simulation is registered as %s", sim_id)
+            return False
+        if self.lookup(sim_id, config) is not None:
+            return False
+        self._ensure_task(sim_id, config)
+        return True
 
     def _ensure_task(self, sim_id: str, config: Any) -> asyncio.Task[CachedSim]:
         # Check-and-insert has no await in between, so on the event loop it is atomic: this dict
@@ -125,6 +158,7 @@ class SimService:
 
         One at a time, so a learner's request submitted meanwhile waits for at most one sim.
         """
+        self._loop = asyncio.get_running_loop()
         computed = []
         for sim_id in registry.sim_ids():
             config = registry.get(sim_id).Config()
@@ -144,13 +178,23 @@ class SimService:
             self._warming = asyncio.create_task(self.warm_all(), name="sims:warm")
         return self._warming
 
-    async def close(self) -> None:
-        """Stop warming, drop queued work, wait for the running computation and stop workers."""
+    async def close(self, *, terminate: bool = False) -> None:
+        """Stop warming, drop queued work, wait for the running computation and stop workers.
+
+        ``terminate``: end the worker processes at once instead of waiting for a computation
+        (a terminal chat that is leaving); the cache's atomic writes make that safe.
+        """
         if self._warming is not None and not self._warming.done():
             self._warming.cancel()
             await asyncio.gather(self._warming, return_exceptions=True)
         executor, self._executor = self._executor, None
-        if executor is not None:
+        if executor is not None and terminate:
+            for process in list((getattr(executor, "_processes", None) or {}).values()):
+                process.terminate()
+            executor.shutdown(wait=False, cancel_futures=True)
+            for task in list(self._in_flight.values()):
+                task.cancel()
+        elif executor is not None:
             await asyncio.to_thread(executor.shutdown, wait=True, cancel_futures=True)
         if self._in_flight:
             await asyncio.gather(*self._in_flight.values(), return_exceptions=True)

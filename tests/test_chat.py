@@ -43,7 +43,7 @@ def test_a_whole_session(tmp_path: Path) -> None:
     out = chat(
         tmp_path,
         [
-            "a",  # keep the default settings
+            "k",  # keep the default settings (the same key on every screen)
             "/trap",
             "Because the agent's actions change its own input distribution, errors compound.",
             "4",  # self-grade

@@ -63,9 +63,9 @@ async def test_the_follow_up_answered_on_the_next_line(
     db_url, small_deck, clock, named_judge
 ) -> None:
     engine = engine_on(db_url, small_deck, clock, named_judge)
-    out = await run_chat(engine, ["a", "/trap", HALF, "a", GETS_THERE, "/stats", "/quit"])
+    out = await run_chat(engine, ["k", "/trap", HALF, "f", GETS_THERE, "/stats", "/quit"])
     probe = small_deck.get("rl-91").key_point("overoptimization").probe
-    assert "[a] Try the follow-up" in out
+    assert "[f] Try the follow-up" in out
     assert " ".join(probe.split()[:6]) in " ".join(out.split())
     assert "(Your next line answers the follow-up; /skip skips it.)" in out
     assert "You got there." in out and "Follow-ups: 1 of 1" in out
@@ -78,7 +78,7 @@ async def test_the_follow_up_skipped_with_slash_skip(
     db_url, small_deck, clock, named_judge
 ) -> None:
     engine = engine_on(db_url, small_deck, clock, named_judge)
-    out = await run_chat(engine, ["a", "/trap", HALF, "a", "/skip", GETS_THERE, "/quit"])
+    out = await run_chat(engine, ["k", "/trap", HALF, "f", "/skip", GETS_THERE, "/quit"])
     assert "Follow-up skipped." in out and "There is no open trap" in out
     assert rows(engine)[0].status == FollowUpStatus.SKIPPED
     engine.db.dispose()
@@ -88,7 +88,7 @@ async def test_the_follow_up_answered_after_the_chat_restarts(
     db_url, small_deck, clock, named_judge
 ) -> None:
     first = engine_on(db_url, small_deck, clock, named_judge)
-    await run_chat(first, ["a", "/trap", HALF, "a", "/quit"])
+    await run_chat(first, ["k", "/trap", HALF, "f", "/quit"])
     first.db.dispose()
     clock.advance(hours=2)
     second = engine_on(db_url, small_deck, clock, named_judge)  # a new process
@@ -105,7 +105,7 @@ async def test_a_review_in_the_chat_asks_a_variant(db_url, small_deck, clock, na
     engine = engine_on(db_url, small_deck, clock, named_judge)
     card = small_deck.get("rl-91")
     everything = " ".join(p.id for p in card.key_points) + " and that is the whole story"
-    out = await run_chat(engine, ["a", "/trap", everything, "/quit"])
+    out = await run_chat(engine, ["k", "/trap", everything, "/quit"])
     assert card.source.date in out
     with Session(engine.db) as session:
         due = session.exec(select(CardState)).one().due_on
@@ -133,7 +133,7 @@ async def test_variants_rotate_per_learner_and_independently(
 
     async def session(user: str, answers: int) -> str:
         out = io.StringIO()
-        lines = ["a"] + ["/trap", HALF] * answers + ["/quit"]
+        lines = ["k"] + ["/trap", HALF] * answers + ["/quit"]
         await TerminalChat(engine, io.StringIO("\n".join(lines) + "\n"), out, user=user).run()
         return out.getvalue()
 

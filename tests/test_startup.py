@@ -1,4 +1,5 @@
-"""Starting the chat imports no heavy module: torch, matplotlib and the embedding model load lazily."""
+"""Starting the chat waits for no heavy module: torch, matplotlib and the embedding model load
+in the background once the first screen is up (the judge warms while the learner reads)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,15 @@ def test_chat_start_imports_nothing_heavy(tmp_path) -> None:
         "from bot.terminal import TerminalChat\n"
         "migrate(get_settings().database_url)\n"
         "engine = build_engine(get_settings())\n"
-        "asyncio.run(TerminalChat(engine, io.StringIO('/help\\n/quit\\n'), io.StringIO(), user='ada').run())\n"
-        f"print('heavy=' + ','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
+        "class Screen(io.StringIO):\n"
+        "    at_first_prompt = None\n"
+        "    def write(self, text):\n"
+        "        if text == '> ' and self.at_first_prompt is None:\n"
+        f"            self.at_first_prompt = [m for m in {HEAVY!r} if m in sys.modules]\n"
+        "        return super().write(text)\n"
+        "screen = Screen()\n"
+        "asyncio.run(TerminalChat(engine, io.StringIO('/help\\n/quit\\n'), screen, user='ada').run())\n"
+        "print('heavy=' + ','.join(screen.at_first_prompt))\n"
     )
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}", "TRAPBOT_SIM_CACHE_DIR": str(tmp_path / "sims")}
     env.pop("OPENAI_API_KEY", None)
@@ -28,3 +36,67 @@ def test_chat_start_imports_nothing_heavy(tmp_path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "heavy="
+
+
+def _serve(tmp_path, base_url: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'run.db'}",
+        "TELEGRAM_BOT_TOKEN": "123456:bogus-token-for-the-test",
+        "TELEGRAM_BASE_URL": base_url,
+        "TRAPBOT_PLOTS": "false",
+        "TRAPBOT_JUDGE": "self",
+    }
+    for name in ("DISCORD_BOT_TOKEN", "OPENAI_API_KEY", "TELEGRAM_WEBHOOK_URL"):
+        env.pop(name, None)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "run"],
+        env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False,
+    )
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # nothing listens there once the probe is closed
+
+
+def _assert_one_readable_line(result: subprocess.CompletedProcess[str], expected: str) -> None:
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert "bogus-token" not in result.stderr + result.stdout
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("trapbot could not start: ") and expected in last, last
+
+
+def test_no_network_at_start_is_one_readable_line(tmp_path) -> None:
+    result = _serve(tmp_path, f"http://127.0.0.1:{_closed_port()}")
+    _assert_one_readable_line(result, "Telegram is unreachable")
+
+
+def test_a_rejected_token_is_one_readable_line(tmp_path) -> None:
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Refusing(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.dumps({"ok": False, "error_code": 401, "description": "Unauthorized"}).encode()
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = _serve(tmp_path, f"http://127.0.0.1:{server.server_address[1]}")
+    finally:
+        server.shutdown()
+    _assert_one_readable_line(result, "Telegram rejected TELEGRAM_BOT_TOKEN")

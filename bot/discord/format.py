@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import discord
 
 from bot.discord.views import ButtonSpec, button_rows
+from bot.markup import MarkdownRenderer, latex_to_unicode, to_plain
 from bot.replies import PlotImage, Reply, ReplyKind
 
 TITLE_MAX = 256
@@ -38,13 +39,14 @@ COLOURS = {
 GRADE_COLOURS = {0: 0xED4245, 1: 0xED4245, 2: 0xED4245, 3: 0xFEE75C, 4: 0x57F287, 5: 0x57F287}
 NEUTRAL = 0x99AAB5
 
-_MATH = re.compile(r"(?<![\\$\w])\$(?=\S)([^$`\n]+?)(?<=\S)\$(?![\w$])")
 _FIRST_BOLD = re.compile(r"^\*\*(.+?)\*\*")
 _HEADING = re.compile(r"^\*\*([^*\n]{1,200})\*\*:?$")
 _GRADE = re.compile(r"\*\*Grade (\d)/5\*\*")
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 _ENGINE_ANSWER_HINT = "Answer in a message of your own words."
 DISCORD_ANSWER_HINT = "Press Answer to reply in your own words."
+#: Escaped in text: what Discord reads as inline markup. ``<#id>``/``<@id>`` mentions stay whole.
+_DISCORD_SPECIAL = re.compile(r"([\\*_~|`])")
 
 
 def discord_len(text: str) -> int:
@@ -52,42 +54,58 @@ def discord_len(text: str) -> int:
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
-def to_discord_markdown(text: str) -> str:
-    """The engine's Markdown subset in Discord's dialect: inline math becomes inline code.
+class DiscordRenderer(MarkdownRenderer):
+    """The engine's Markdown re-written in Discord's dialect from markdown-it-py's tokens.
 
-    Discord renders no LaTeX, and its Markdown would eat the underscores and asterisks of
-    ``$r_t$``; as code the formula stays readable and intact.
+    Text is escaped, so a formula's ``r_t`` or a stray ``*`` shows as typed; ``$...$`` math
+    becomes Unicode (pylatexenc) since Discord renders no LaTeX.
     """
-    return _MATH.sub(lambda m: f"`{m.group(1)}`", text)
+
+    bullet = "- "
+    quote_mark = "> "
+
+    def text(self, text: str) -> str:
+        return _DISCORD_SPECIAL.sub(r"\\\1", text)
+
+    def bold(self, inner: str) -> str:
+        return f"**{inner}**" if inner else ""
+
+    def italic(self, inner: str) -> str:
+        return f"*{inner}*" if inner else ""
+
+    def code(self, text: str) -> str:
+        fence = "``" if "`" in text else "`"
+        return f"{fence}{text}{fence}" if text.strip() else text
+
+    def code_block(self, text: str) -> str:
+        return f"```\n{text.replace('```', '` ` `')}\n```"
+
+    def math(self, latex: str) -> str:
+        return self.text(latex_to_unicode(latex))
+
+    def link(self, inner: str, href: str) -> str:
+        if not href.startswith(("http://", "https://")):
+            return inner
+        return f"[{inner}]({href.replace(')', '%29')})"
 
 
-_LIST_ITEM = re.compile(r"^(?:[-*+] |\d{1,3}[.)] |> )")
-_WHY = "\n**Why**\n"
+def to_discord_markdown(text: str, *, unwrap: bool = False) -> str:
+    """The engine's Markdown as Discord shows it; ``unwrap`` joins soft line breaks (a card's
+    explanation is wrapped at 90 columns, and Discord shows every newline)."""
+    return DiscordRenderer(unwrap=unwrap).render(text)
 
 
 def unwrap(markdown: str) -> str:
-    """Join the soft line breaks of Markdown source (a card's explanation): Discord shows
-    every newline, so a paragraph wrapped at 90 columns would come out ragged. List items
-    stay on lines of their own; their wrapped continuations join them."""
-    paragraphs = []
-    for paragraph in _PARAGRAPH.split(markdown):
-        lines: list[str] = []
-        for line in paragraph.split("\n"):
-            if not line.strip():
-                continue
-            if not lines or _LIST_ITEM.match(line) or line.lstrip().startswith("```"):
-                lines.append(line.rstrip())
-            else:
-                lines[-1] += " " + line.strip()
-        paragraphs.append("\n".join(lines))
-    return "\n\n".join(paragraphs)
+    """Discord Markdown with the paragraphs' soft line breaks joined; list items stay apart."""
+    return to_discord_markdown(markdown, unwrap=True)
+
+
+_WHY = "\n**Why**\n"
 
 
 def plain(markdown: str) -> str:
-    """Text without emphasis markers, for places that render no Markdown (titles, labels)."""
-    text = markdown.replace("**", "").replace("`", "")
-    text = re.sub(r"(?<!\w)_(?=\S)(.+?)(?<=\S)_(?!\w)", r"\1", text)
-    return re.sub(r"[ \t]{2,}", " ", text).strip()
+    """Text without Markdown, for places that render none (titles, labels, footers)."""
+    return re.sub(r"[ \t]{2,}", " ", to_plain(markdown)).strip()
 
 
 def truncate(text: str, limit: int) -> str:
@@ -209,9 +227,11 @@ def build_embeds(
     colour: int,
     author: str | None = None,
     footer: str | None = None,
+    convert: bool = True,
 ) -> list[discord.Embed]:
-    """Embeds that hold all of ``text``, each within every per-embed limit."""
-    shape = layout(to_discord_markdown(text))
+    """Embeds that hold all of ``text``, each within every per-embed limit; ``convert``
+    False: ``text`` is Discord Markdown already."""
+    shape = layout(to_discord_markdown(text) if convert else text)
     chunks = split_text(shape.description, DESCRIPTION_MAX) or [""]
     embeds: list[discord.Embed] = []
     current = discord.Embed(
@@ -287,11 +307,13 @@ def render_reply(
     text = reply.text
     if reply.kind is ReplyKind.QUESTION:
         text = text.replace(_ENGINE_ANSWER_HINT, DISCORD_ANSWER_HINT)
-    elif reply.kind is ReplyKind.EXPLANATION:
+    if reply.kind is ReplyKind.EXPLANATION:
         text = unwrap(text)
     elif reply.kind is ReplyKind.VERDICT and _WHY in text:
         verdict, why = text.split(_WHY, 1)
-        text = verdict + _WHY + unwrap(why)
+        text = to_discord_markdown(verdict) + "\n\n**Why**\n" + unwrap(why)
+    else:
+        text = to_discord_markdown(text)
     author = (
         card_title if reply.kind in (ReplyKind.VERDICT, ReplyKind.CONFIRM, ReplyKind.HINT) else None
     )
@@ -303,7 +325,7 @@ def render_reply(
     elif reply.image is not None:
         attachment = Attachment(_attachment_name(f"{reply.kind.value}"), reply.image)
         footer = reply.image_caption or None
-    embeds = build_embeds(text, colour=colour_for(reply), author=author, footer=footer)
+    embeds = build_embeds(text, colour=colour_for(reply), author=author, footer=footer, convert=False)
     if attachment is not None:
         embeds[-1].set_image(url=f"attachment://{attachment.filename}")
     messages = [Outgoing(group) for group in group_into_messages(embeds)]
@@ -318,7 +340,7 @@ def render_plot(plot: PlotImage) -> Outgoing:
     attachment = Attachment(_attachment_name(f"plot-{plot.sim_id}"), plot.png)
     embed = discord.Embed(
         title=truncate(plot.title or "The simulation", TITLE_MAX),
-        description=truncate(plot.caption, DESCRIPTION_MAX) or None,
+        description=truncate(to_discord_markdown(plot.caption), DESCRIPTION_MAX) or None,
         colour=COLOURS[ReplyKind.EXPLANATION],
     )
     embed.set_image(url=f"attachment://{attachment.filename}")

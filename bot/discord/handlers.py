@@ -13,7 +13,8 @@ import dataclasses
 import io
 import logging
 import re
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import discord
@@ -52,7 +53,8 @@ from bot.discord.views import (
 from bot.engine import QuizEngine
 from bot.models import Learner
 from bot.prefs import PreferenceError, parse_push_time, parse_timezone
-from bot.replies import Reply, ReplyKind
+from bot.replies import PLOT_FAILED, Reply, ReplyKind
+from bot.transport import JudgeWarmup
 from cards.wording import parse_wording_ref, question_for
 
 log = logging.getLogger(__name__)
@@ -102,6 +104,10 @@ class InteractionSink:
             return await self.interaction.response.send_message(ephemeral=self.ephemeral, **kwargs)
         return await self.interaction.followup.send(ephemeral=self.ephemeral, **kwargs)
 
+    async def send_late(self, message: Outgoing) -> Any:
+        """To the user's DMs, when the interaction's follow-up window has closed."""
+        return await self.interaction.user.send(**send_kwargs(message))
+
 
 class ChannelSink:
     """A channel or a DM: pushes, typed answers in DMs, a server's trap of the day."""
@@ -111,6 +117,25 @@ class ChannelSink:
 
     async def send(self, message: Outgoing) -> Any:
         return await self.channel.send(**send_kwargs(message))
+
+
+@asynccontextmanager
+async def typing_in(channel: Any) -> AsyncIterator[None]:
+    """Discord's typing indicator in ``channel`` for the body; a failure to show it is ignored."""
+    start = getattr(channel, "typing", None)
+    indicator = start() if start is not None else None
+    shown = False
+    if indicator is not None:
+        try:
+            await indicator.__aenter__()
+            shown = True
+        except discord.HTTPException as error:
+            log.debug("typing indicator failed: %s", error)
+    try:
+        yield
+    finally:
+        if shown:
+            await indicator.__aexit__(None, None, None)
 
 
 def is_direct_message(interaction: Any) -> bool:
@@ -133,12 +158,13 @@ class DiscordHandlers:
         store: GuildStore,
         *,
         plot_wait: float = 3.0,
-        late_plot_wait: float = 600.0,
+        late_plot_wait: float | None = None,
     ):
         self.engine = engine
         self.store = store
         self.plot_wait = plot_wait
-        self.late_plot_wait = late_plot_wait  # interaction follow-ups stay valid for 15 minutes
+        self.late_plot_wait = late_plot_wait  # None: however long the simulation takes
+        self.warmup = JudgeWarmup()  # the runner sets its task: the judge loading since start
         self._tasks: set[asyncio.Task[None]] = set()
 
     # ----- identity and privacy ------------------------------------------------------
@@ -199,14 +225,24 @@ class DiscordHandlers:
         return last
 
     async def _late_plot(self, sim_id: str, sink: Sink, card_id: str | None = None) -> None:
+        """The plot as a follow-up once computed; if it cannot be made, the learner is told."""
         plot = await self.engine.plot(sim_id, wait_seconds=self.late_plot_wait, card_id=card_id)
         if plot is None:
-            log.info("the plot for %s was not ready; the verdict went without it", sim_id)
-            return
+            log.warning("the plot for %s could not be made; telling the learner", sim_id)
+            message = render_notice(PLOT_FAILED)
+        else:
+            message = render_plot(plot)
         try:
-            await sink.send(render_plot(plot))
+            await sink.send(message)
         except discord.HTTPException:
-            log.warning("could not send the late plot for %s", sim_id, exc_info=True)
+            # An interaction's follow-ups expire after 15 minutes: the plot goes by DM then.
+            late = getattr(sink, "send_late", None)
+            try:
+                if late is None:
+                    raise
+                await late(message)
+            except discord.HTTPException:
+                log.warning("could not send the late plot for %s", sim_id, exc_info=True)
 
     def later(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
@@ -502,7 +538,9 @@ class DiscordHandlers:
             return
         try:
             learner = await self.learner_for(interaction)
-            replies = await self.engine.submit_answer(learner.id, text, card_id=target.card_id)  # type: ignore[arg-type]
+            replies = await self.warmup.grade(
+                self.engine.submit_answer(learner.id, text, card_id=target.card_id)  # type: ignore[arg-type]
+            )
         except Exception:
             log.exception("grading an answer from Discord failed")
             await self.notice(interaction, f"{texts.FAILED} {texts.ANSWER_KEPT}", attachments=kept)
@@ -577,12 +615,15 @@ class DiscordHandlers:
             )
             learner = await self.settle_reach(learner, dm_works=True)
             card_id = self._replied_card(message)
-            replies = await self.engine.submit_answer(
-                learner.id,  # type: ignore[arg-type]
-                text,
-                card_id=card_id,
-                to_follow_up=card_id is not None and self._replied_follow_up(message),
-            )
+            async with typing_in(message.channel):  # "trapbot is typing…" while it grades
+                replies = await self.warmup.grade(
+                    self.engine.submit_answer(
+                        learner.id,  # type: ignore[arg-type]
+                        text,
+                        card_id=card_id,
+                        to_follow_up=card_id is not None and self._replied_follow_up(message),
+                    )
+                )
             await self.deliver(replies, sink, owner=author.id)
         except Exception:
             log.exception("answering a direct message failed")

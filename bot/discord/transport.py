@@ -55,6 +55,7 @@ class DiscordTransport:
         self.settings = settings
         self.handlers = handlers or DiscordHandlers(engine, GuildStore(engine.db, engine.clock))
         self.store = self.handlers.store
+        self.warmup = self.handlers.warmup
         self.client = client if client is not None else TrapbotClient(self.handlers)
         self._connection: asyncio.Task[None] | None = None
 

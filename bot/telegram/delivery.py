@@ -23,7 +23,7 @@ from telegram import LinkPreviewOptions, Message, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 
-from bot.replies import Reply
+from bot.replies import PLOT_FAILED, Reply
 from bot.telegram.format import inline_keyboard, plot_caption, render, render_caption
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class Delivery:
         engine: QuizEngine,
         *,
         plot_wait_seconds: float = 3.0,
-        late_plot_seconds: float = 180.0,
+        late_plot_seconds: float | None = None,
         retry_base_seconds: float = 0.5,
         attempts: int = 4,
     ):
@@ -175,11 +175,14 @@ class Delivery:
         )
 
     async def _late_plot(self, dest: Destination, sim_id: str, card_id: str | None = None) -> None:
+        """The plot as a message of its own once it is computed (``late_plot_seconds`` None:
+        however long that takes); if it cannot be made, the learner is told so."""
         found = await self.engine.plot(sim_id, wait_seconds=self.late_plot_seconds, card_id=card_id)
-        if found is None:
-            log.warning("plot %s was not ready in time; the verdict went without it", sim_id)
-            return
         try:
+            if found is None:
+                log.warning("plot %s could not be made; telling the learner", sim_id)
+                await self.message(dest, render(PLOT_FAILED)[0])
+                return
             await self.photo(dest, found.png, plot_caption(found.title, found.caption), sent=[])
         except TelegramError as error:
             log.warning("late plot %s could not be sent: %s", sim_id, error)

@@ -1,10 +1,10 @@
-"""Render the engine's Markdown subset as Telegram HTML, cut to Telegram's size limits.
+"""Render the engine's Markdown as Telegram HTML, cut to Telegram's size limits.
 
-The subset: ``**bold**``, ``_italic_`` (and ``*italic*``, which card questions use),
-`` `code` ``, lines starting with ``- `` as bullets, and ``$...$`` inline math, which is shown as
-``<code>`` because Telegram has no math rendering and monospace keeps ``r_\\phi`` readable.
+``TelegramRenderer`` (on the shared markdown-it-py parser, ``bot.markup``) marks bold, italic
+and code with private-use characters; ``$...$`` math becomes Unicode (pylatexenc), lists keep
+their bullets and nesting, links show their address after the text (Telegram links it).
 
-Text is first turned into a list of visible characters, each with its style (bold, italic,
+Text is then turned into a list of visible characters, each with its style (bold, italic,
 code). HTML is produced from that list, so every chunk is balanced by construction: a chunk
 opens the tags its first characters need and closes them after its last. Cuts go, in order of
 preference, at a paragraph break, a line break, then a space, where none of them lies inside a
@@ -27,6 +27,7 @@ from typing import TypeAlias
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.constants import MessageLimit
 
+from bot.markup import MarkdownRenderer
 from bot.replies import Button
 
 MAX_MESSAGE = MessageLimit.MAX_TEXT_LENGTH  # 4096
@@ -34,20 +35,13 @@ MAX_CAPTION = MessageLimit.CAPTION_LENGTH  # 1024
 
 BOLD, ITALIC, CODE = 1, 2, 4
 
-# Private-use characters stand in for markup while the regexes run; input never keeps them.
-_SLOT = "\ue000"  # a code or math span, filled in order from a list
+# Private-use characters stand in for styles between the renderer and the character list;
+# input never keeps them.
 _BOLD_ON, _BOLD_OFF, _ITALIC_ON, _ITALIC_OFF = "\ue001", "\ue002", "\ue003", "\ue004"
-_MARKERS = re.compile("[\ue000-\ue004]")
-
-_PROTECTED = re.compile(r"`([^`\n]+)`|\$(?=\S)([^$]+?)(?<=\S)\$")
-_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*", re.DOTALL)
-_ITALIC_UNDERSCORE = re.compile(r"(?<![\w*])_(?!\s)(.+?)(?<!\s)_(?!\w)", re.DOTALL)
-_ITALIC_STAR = re.compile(r"(?<![\w*])\*(?![\s*])(.+?)(?<![\s*])\*(?![\w*])", re.DOTALL)
-_BULLET = re.compile(r"^([ \t]*)- ", re.MULTILINE)
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
-
+_CODE_ON, _CODE_OFF = "\ue005", "\ue006"
+_MARKERS = re.compile("[\ue000-\ue006]")
+_MARKER_SPLIT = re.compile("([\ue001-\ue006])")
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
-_MARKER_SPLIT = re.compile("([\ue000-\ue004])")
 
 
 #: One visible character and its style bits (BOLD | ITALIC, or CODE alone). Plain tuples: a
@@ -55,47 +49,37 @@ _MARKER_SPLIT = re.compile("([\ue000-\ue004])")
 Char: TypeAlias = tuple[str, int]
 
 
+class TelegramRenderer(MarkdownRenderer):
+    """Styles as marker characters that ``styled_chars`` turns into style bits."""
+
+    def bold(self, inner: str) -> str:
+        return _BOLD_ON + inner + _BOLD_OFF
+
+    def italic(self, inner: str) -> str:
+        return _ITALIC_ON + inner + _ITALIC_OFF
+
+    def code(self, text: str) -> str:
+        return _CODE_ON + text + _CODE_OFF
+
+    def code_block(self, text: str) -> str:
+        return _CODE_ON + text + _CODE_OFF
+
+
 def styled_chars(markdown: str) -> list[Char]:
     """The visible characters of ``markdown`` with their styles; paragraphs joined by a blank line."""
-    text = _MARKERS.sub("", markdown.replace("\r\n", "\n").replace("\r", "\n"))
-    paragraphs = [p for p in _PARAGRAPH_BREAK.split(text.strip()) if p.strip()]
+    rendered = TelegramRenderer().render(_MARKERS.sub("", markdown))
     chars: list[Char] = []
-    for index, paragraph in enumerate(paragraphs):
-        if index:
-            chars += [("\n", 0), ("\n", 0)]
-        chars += _paragraph_chars(paragraph.rstrip())
-    return chars
-
-
-def _paragraph_chars(paragraph: str) -> list[Char]:
-    """Styles within one paragraph, so a stray ``**`` cannot bold the rest of the message."""
-    paragraph = _BULLET.sub(lambda m: m.group(1) + "• ", paragraph)
-    protected: list[str] = []
-
-    def hold(match: re.Match[str]) -> str:
-        protected.append(match.group(1) if match.group(1) is not None else match.group(2))
-        return _SLOT
-
-    text = _PROTECTED.sub(hold, paragraph)
-    text = _BOLD.sub(lambda m: _BOLD_ON + m.group(1) + _BOLD_OFF, text)
-    text = _ITALIC_UNDERSCORE.sub(lambda m: _ITALIC_ON + m.group(1) + _ITALIC_OFF, text)
-    text = _ITALIC_STAR.sub(lambda m: _ITALIC_ON + m.group(1) + _ITALIC_OFF, text)
-    chars: list[Char] = []
-    style = 0
-    spans = iter(protected)
-    for token in _MARKER_SPLIT.split(text):
-        if token == _BOLD_ON:
-            style |= BOLD
-        elif token == _BOLD_OFF:
-            style &= ~BOLD
-        elif token == _ITALIC_ON:
-            style |= ITALIC
-        elif token == _ITALIC_OFF:
-            style &= ~ITALIC
-        elif token == _SLOT:
+    bold = italic = code = 0
+    for token in _MARKER_SPLIT.split(rendered):
+        if token in (_BOLD_ON, _BOLD_OFF):
+            bold += 1 if token == _BOLD_ON else -1
+        elif token in (_ITALIC_ON, _ITALIC_OFF):
+            italic += 1 if token == _ITALIC_ON else -1
+        elif token in (_CODE_ON, _CODE_OFF):
+            code += 1 if token == _CODE_ON else -1
+        elif token:
             # Telegram's code entities may not sit inside bold or italic: code stands alone.
-            chars.extend(zip(next(spans), repeat(CODE)))
-        else:
+            style = CODE if code else (BOLD if bold else 0) | (ITALIC if italic else 0)
             chars.extend(zip(token, repeat(style)))
     return chars
 

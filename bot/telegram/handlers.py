@@ -45,6 +45,7 @@ from bot.replies import Button, Reply, ReplyKind
 from bot.telegram.delivery import Delivery, Destination
 from bot.telegram.format import utf16_length
 from bot.telegram.sequencing import UserSequencer
+from bot.transport import JudgeWarmup
 
 if TYPE_CHECKING:
     from telegram import Bot
@@ -169,8 +170,10 @@ class TelegramHandlers:
         *,
         split_wait_seconds: float = 1.5,
         split_threshold: int = 3500,
+        warmup: JudgeWarmup | None = None,
     ):
         self.engine = engine
+        self.warmup = warmup or JudgeWarmup()
         self.delivery = delivery
         self.sequencer = sequencer
         self.split_wait_seconds = split_wait_seconds
@@ -390,8 +393,10 @@ class TelegramHandlers:
         self.setup_pending.discard(incoming.user_id)
         await self._run(
             incoming,
-            lambda: self.engine.submit_answer(
-                incoming.learner_id, text, card_id=card_id, to_follow_up=follow_up
+            lambda: self.warmup.grade(
+                self.engine.submit_answer(
+                    incoming.learner_id, text, card_id=card_id, to_follow_up=follow_up
+                )
             ),
             typing=True,
         )

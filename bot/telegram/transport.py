@@ -24,7 +24,7 @@ from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, BaseRa
 from bot.telegram.delivery import Delivery, Destination
 from bot.telegram.handlers import COMMANDS, PLATFORM, TelegramHandlers
 from bot.telegram.sequencing import UserSequencer
-from bot.transport import PushOutcome
+from bot.transport import JudgeWarmup, PushOutcome
 
 if TYPE_CHECKING:
     from telegram import Message
@@ -64,7 +64,7 @@ class TelegramTransport:
         *,
         rate_limiter: BaseRateLimiter[Any] | str | None = DEFAULT_RATE_LIMITER,
         plot_wait_seconds: float = 3.0,
-        late_plot_seconds: float = 180.0,
+        late_plot_seconds: float | None = None,
         split_wait_seconds: float = 1.5,
         retry_base_seconds: float = 0.5,
         poll_timeout_seconds: float = 10.0,
@@ -92,6 +92,7 @@ class TelegramTransport:
         self.app: Application[Any, Any, Any, Any, Any, Any] | None = None
         self.delivery: Delivery | None = None
         self.handlers: TelegramHandlers | None = None
+        self.warmup = JudgeWarmup()  # the runner sets its task: the judge loading since start
 
     # ----- lifecycle --------------------------------------------------------------------
 
@@ -129,7 +130,11 @@ class TelegramTransport:
             retry_base_seconds=self.retry_base_seconds,
         )
         self.handlers = TelegramHandlers(
-            self.engine, self.delivery, self.sequencer, split_wait_seconds=self.split_wait_seconds
+            self.engine,
+            self.delivery,
+            self.sequencer,
+            split_wait_seconds=self.split_wait_seconds,
+            warmup=self.warmup,
         )
         self.handlers.register(app)
         try:

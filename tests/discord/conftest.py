@@ -273,6 +273,36 @@ class ControlledPlots:
         return SimpleNamespace(png_path=self.png_path)
 
 
+class DeckPlots:
+    """A plot for every simulation at once, except the ``slow`` sims', ready only once
+    ``release`` is set (a simulation slower than the verdict); ``prefetch`` is recorded."""
+
+    def __init__(self, png_path: Path, slow: frozenset[str] = frozenset()):
+        self.png_path = png_path
+        self.slow = slow
+        self.release = asyncio.Event()
+        self.prefetched: list[str] = []
+
+    def prefetch(self, sim_id: str) -> bool:
+        self.prefetched.append(sim_id)
+        return True
+
+    async def plot_for(self, sim_id: str, wait_seconds: float | None = 3.0) -> Any:
+        if sim_id in self.slow:
+            try:
+                await asyncio.wait_for(asyncio.shield(self.release.wait()), wait_seconds)
+            except TimeoutError:
+                return None
+        return SimpleNamespace(png_path=self.png_path)
+
+
+@pytest.fixture
+def deck_plots(tmp_path: Path) -> Callable[..., DeckPlots]:
+    png = tmp_path / "deck-plot.png"
+    png.write_bytes(tiny_png())
+    return lambda slow=frozenset(): DeckPlots(png, slow)
+
+
 class NamedPointsJudge:
     """A test judge: a key point counts as present when the answer names its id, a
     misconception as asserted likewise. ``assisted`` asks the learner to confirm."""
@@ -396,19 +426,37 @@ async def make_rig(
     png.write_bytes(tiny_png())
     made: list[DiscordRig] = []
 
-    def make(*, judge: str = "named", plots_ready: bool = True) -> DiscordRig:
-        """``judge``: named (final grades), assisted (tick and confirm) or self (rate 0-5)."""
-        grader = {
-            "named": NamedPointsJudge(),
-            "assisted": NamedPointsJudge(assisted=True),
-            "self": SelfGrader(),
-        }[judge]
-        plots = ControlledPlots(png, ready=plots_ready)
+    def make(
+        *,
+        judge: Any = "named",
+        plots_ready: bool = True,
+        plots: Any = None,
+        deck: Deck | None = None,
+        new_per_day: int = 1,
+    ) -> DiscordRig:
+        """``judge``: named (final grades), assisted (tick and confirm) or self (rate 0-5);
+        ``plots``: a plot source instead of the one controlled by ``plots_ready``."""
+        grader = (
+            {
+                "named": NamedPointsJudge(),
+                "assisted": NamedPointsJudge(assisted=True),
+                "self": SelfGrader(),
+            }[judge]
+            if isinstance(judge, str)
+            else judge
+        )
+        plots = plots if plots is not None else ControlledPlots(png, ready=plots_ready)
         engine = QuizEngine(
-            make_engine(db_url), plot_deck, grader, clock, sims=plots, interactive=True
+            make_engine(db_url),
+            deck or plot_deck,
+            grader,
+            clock,
+            sims=plots,
+            interactive=True,
+            default_new_per_day=new_per_day,
         )
         handlers = DiscordHandlers(
-            engine, GuildStore(engine.db, clock), plot_wait=0.05, late_plot_wait=5.0
+            engine, GuildStore(engine.db, clock), plot_wait=0.05, late_plot_wait=None
         )
         channel = FakeChannel(555)
         rig = DiscordRig(

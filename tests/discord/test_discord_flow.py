@@ -419,6 +419,7 @@ async def test_typed_answers_in_a_dm(make_rig) -> None:
         review.status == ReviewStatus.GRADED
         and f"Grade {review.quality}/5" in channel.sent[0]["embeds"][0].title
     )
+    assert channel.typing_shown == [(0, 0)], "typing shows while grading, before the verdict"
 
     # No trap is open now, but a reply to the question's message still answers that trap.
     quoted = SimpleNamespace(author=SimpleNamespace(bot=True), embeds=question.embeds)
@@ -445,7 +446,128 @@ class FakeDmChannel:
 
     def __init__(self) -> None:
         self.sent: list[dict] = []
+        self.typing_shown: list[tuple[int, int]] = []  # messages sent when it began and ended
+
+    def typing(self):
+        channel = self
+
+        class Typing:
+            async def __aenter__(self):
+                self.began = len(channel.sent)
+
+            async def __aexit__(self, *exc):
+                channel.typing_shown.append((self.began, len(channel.sent)))
+
+        return Typing()
 
     async def send(self, **kwargs):
         self.sent.append(kwargs)
         return SimpleNamespace(id=len(self.sent))
+
+
+class EveryPointJudge:
+    """Credits every key point, quoting the phrase the card accepts for it (a 5/5 on any card)."""
+
+    name = "every-point"
+
+    @staticmethod
+    def answer(card) -> str:
+        return "; ".join(p.accepts[0] for p in card.key_points) + "."
+
+    async def assess(self, card, answer: str, *, interactive: bool):
+        from grader.base import Assessment, Judgement, PointJudgement, PointVerdict
+        from grader.scoring import grade_from_judgement
+
+        points = tuple(PointJudgement(p.id, PointVerdict.PRESENT, p.accepts[0]) for p in card.key_points)
+        judgement = Judgement(judge=self.name, points=points)
+        return Assessment(grader=self.name, grade=grade_from_judgement(card, judgement, answer))
+
+
+@pytest.mark.usefixtures("sqlite_is_enough")
+async def test_every_verdict_of_the_deck_has_its_plot(make_rig, deck_plots) -> None:
+    from cards.deck import default_deck
+
+    deck = default_deck()
+    slow_sim = deck.cards[2].sim  # the third trap's simulation outlasts its verdict
+    plots = deck_plots(frozenset({slow_sim}))
+    rig = make_rig(judge=EveryPointJudge(), plots=plots, deck=deck, new_per_day=len(deck.cards))
+    ada = rig.users["ada"]
+    seen: list[str] = []
+    last_submitted = []
+    for _ in deck.cards:
+        question, form = await open_trap_and_form(rig, ada)
+        [card_id] = [c.id for c in deck.cards if f"· {c.id}" in question.text or c.id in question.text.split()]
+        assert card_id not in seen, (card_id, [s.text[:300] for s in last_submitted])
+        seen.append(card_id)
+        card = deck.get(card_id)
+        assert plots.prefetched[-1] == card.sim  # computing while the learner types
+        submitted = await rig.submit(form, EveryPointJudge.answer(card), ada)
+        last_submitted = submitted.sent
+        verdict = next(s for s in submitted.sent if "Grade" in s.text)
+        plot_name = f"plot-{card.sim}.png"
+        if card.sim == slow_sim and not plots.release.is_set():
+            assert verdict.files == {}, "the verdict does not wait for a slow plot"
+            plots.release.set()
+            await rig.handlers.drain()
+            late = submitted.sent[-1]
+            assert late.how == "followup" and late.files == {plot_name: plots.png_path.read_bytes()}
+            assert late.embeds[0].description  # its caption
+        else:
+            assert verdict.files == {plot_name: plots.png_path.read_bytes()}, card_id
+    assert len(seen) == 26
+
+
+@pytest.mark.usefixtures("sqlite_is_enough")
+async def test_a_late_plot_goes_by_dm_once_the_interaction_expired(make_rig, sim_id) -> None:
+    rig = make_rig(plots_ready=False)
+    ada = rig.users["ada"]
+    _, form = await open_trap_and_form(rig, ada)
+    submitted = await rig.submit(form, "proxy-not-goal and overoptimization", ada)
+    submitted.followup_error = http_error_expired()
+    rig.plots.ready.set()
+    await rig.handlers.drain()
+    assert [set(dm.files) for dm in ada.dms] == [{f"plot-{sim_id}.png"}]
+
+
+@pytest.mark.usefixtures("sqlite_is_enough")
+async def test_a_plot_that_cannot_be_made_is_said(make_rig, sim_id) -> None:
+    class Failing:
+        async def plot_for(self, sim_id: str, wait_seconds: float | None = 3.0):
+            return None  # the service's answer when the simulation failed
+
+    rig = make_rig(plots=Failing())
+    ada = rig.users["ada"]
+    _, form = await open_trap_and_form(rig, ada)
+    submitted = await rig.submit(form, "proxy-not-goal and overoptimization", ada)
+    await rig.handlers.drain()
+    assert "could not be made" in submitted.sent[-1].text
+
+
+def http_error_expired():
+    from types import SimpleNamespace as Response
+
+    import discord
+
+    return discord.NotFound(Response(status=404, reason="test"), {"code": 10015, "message": "Unknown Webhook"})
+
+
+@pytest.mark.usefixtures("sqlite_is_enough")
+async def test_the_first_grade_during_the_warm_up_says_so_once(make_rig) -> None:
+    import asyncio
+
+    rig = make_rig()
+    ada = rig.users["ada"]
+    loaded = asyncio.Event()
+    rig.handlers.warmup.task = asyncio.ensure_future(loaded.wait())  # as serve() sets it
+    try:
+        _, form = await open_trap_and_form(rig, ada)
+        submitted = await rig.submit(form, "proxy-not-goal and overoptimization", ada)
+        assert submitted.events[0] == "defer-thinking"
+        texts_sent = [s.text for s in submitted.sent]
+        assert "Grade" in texts_sent[0] and "judge was still loading" in texts_sent[-1]
+        loaded.set()
+        _, form = await open_trap_and_form(rig, ada)
+        again = await rig.submit(form, "proxy-not-goal again", ada)
+        assert not any("judge was still loading" in s.text for s in again.sent)
+    finally:
+        loaded.set()

@@ -137,12 +137,31 @@ def test_layout_takes_a_bold_first_line_as_title_and_bold_lines_as_sections() ->
     assert layout("Saved.\n\n**Your settings**\n- a").title is None
 
 
-def test_math_becomes_code_and_soft_breaks_are_joined() -> None:
+def test_a_late_plots_caption_is_rendered() -> None:
+    from bot.discord.format import render_plot
+    from bot.replies import PlotImage
+
+    sent = render_plot(PlotImage("s", b"png", "the gap grows as $\\epsilon T^2$ for *BC*", "A title"))
+    assert sent.embeds[0].description == "the gap grows as ϵ T² for *BC*"
+
+
+def test_nested_lists_code_with_angle_brackets_and_links() -> None:
+    assert to_discord_markdown("- one\n  - inner\n- two\n\n1. first\n2. second") == (
+        "- one\n  - inner\n- two\n\n1. first\n2. second"
+    )
+    assert to_discord_markdown("keep `a<b && c>d` and a_b*c") == "keep `a<b && c>d` and a\\_b\\*c"
+    assert to_discord_markdown("[Gao et al.](https://arxiv.org/abs/2210.10760) in <#555>") == (
+        "[Gao et al.](https://arxiv.org/abs/2210.10760) in <#555>"
+    )
+
+
+def test_math_becomes_unicode_and_soft_breaks_are_joined() -> None:
     assert (
         to_discord_markdown("set $\\beta = 0$ and pay $5 or US$7")
-        == "set `\\beta = 0` and pay $5 or US$7"
+        == "set β = 0 and pay $5 or US$7"
     )
-    assert to_discord_markdown("$r_t$ and $$x$$") == "`r_t` and $$x$$"
+    # Discord renders no LaTeX: Unicode, with the underscores it would read as italics escaped.
+    assert to_discord_markdown("$r_\\phi$ and $\\pi_{\\mathrm{ref}}$") == "r\\_ϕ and π\\_ref"
     assert (
         unwrap("one line\nwrapped here\n\n- item\n  continued\n- next")
         == "one line wrapped here\n\n- item continued\n- next"

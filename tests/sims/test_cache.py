@@ -300,3 +300,18 @@ def test_parallel_warm_uses_worker_processes(cache_dir, fast_sims, seed_cache, e
         assert png_size(cache.lookup(sim_id).png())[0] == PLOT_WIDTH_PX
     # The seeded entries were read, never rewritten.
     assert {sim_id: inode(cache.lookup(sim_id).png_path) for sim_id in seeded} == seeded_inodes
+
+
+def test_a_worker_survives_the_terminals_ctrl_c():
+    """Ctrl-C reaches every process of the terminal's group: a simulation worker ignores it
+    (no traceback of its own in the chat) and goes on serving until its parent stops it."""
+    import os
+    import signal
+
+    pool = cache.new_process_pool(1)
+    try:
+        worker = pool.submit(os.getpid).result(timeout=120)
+        os.kill(worker, signal.SIGINT)
+        assert pool.submit(os.getpid).result(timeout=60) == worker
+    finally:
+        pool.shutdown(wait=True)

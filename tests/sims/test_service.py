@@ -159,3 +159,33 @@ def test_process_worker_computes_outside_this_process(cache_dir, fast_sim):
     entry = cache.lookup(fast_sim, cache_dir=cache_dir)
     assert entry is not None and str(entry.png_path) == result["png"]
     assert png_size(entry.png())[0] == PLOT_WIDTH_PX
+
+
+async def test_prefetch_starts_the_computation_without_waiting(service, fast_sim, entry_files):
+    # The bot calls it when it shows a trap: nothing is awaited, one computation starts.
+    assert service.prefetch(fast_sim) is True
+    assert service.computations_started == 0  # the task is scheduled, not yet run: no wait here
+    assert service.prefetch(fast_sim) is True  # asked twice while in flight: still one task
+    found = await service.plot_for(fast_sim, wait_seconds=None)  # None: until it is done
+    assert found is not None and not found.cached
+    assert service.computations_started == 1
+    assert len(entry_files(fast_sim)) == 2
+    assert service.prefetch(fast_sim) is False  # cached now: nothing to start
+
+
+async def test_prefetch_from_a_worker_thread_runs_on_the_service_loop(service, fast_sims):
+    fast_sim, other = fast_sims
+    assert service.prefetch("no-such-sim") is False
+    await service.plot_for(fast_sim, wait_seconds=0)  # the service learns its loop
+    started = await asyncio.to_thread(service.prefetch, other)  # as a push built off the loop
+    assert started is True
+    await asyncio.sleep(0)  # the loop runs the handed-over start
+    assert any(slot[0] == other for slot in service._in_flight)
+    await service.close(terminate=True)  # leaves at once, whatever is still computing
+    assert service._executor is None
+
+
+async def test_a_thread_without_a_loop_and_no_loop_known_starts_nothing(cache_dir, fast_sim):
+    fresh = SimService(cache_dir=cache_dir, executor="thread")
+    assert await asyncio.to_thread(fresh.prefetch, fast_sim) is False
+    await fresh.close()

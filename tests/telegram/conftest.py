@@ -173,6 +173,44 @@ class GatedPlots:
         return Found(self.path)
 
 
+class DeckPlots:
+    """A plot source for every simulation of the deck, speaking the service's protocol: a plot
+    is ready at once, except the ``slow`` sims', which are ready only once ``release`` is set
+    (a simulation that takes longer than the verdict). ``prefetch`` records what was started."""
+
+    def __init__(self, directory: Path, png: bytes, slow: frozenset[str] = frozenset()):
+        self.directory = directory
+        self.png = png
+        self.slow = slow
+        self.release = asyncio.Event()
+        self.prefetched: list[str] = []
+
+    def prefetch(self, sim_id: str) -> bool:
+        self.prefetched.append(sim_id)
+        return True
+
+    async def plot_for(self, sim_id: str, wait_seconds: float | None = 3.0) -> Any:
+        if sim_id in self.slow:
+            try:
+                await asyncio.wait_for(asyncio.shield(self.release.wait()), wait_seconds)
+            except TimeoutError:
+                return None
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / f"{sim_id}.png"
+        path.write_bytes(self.png)
+
+        @dataclass
+        class Found:
+            png_path: Path
+
+        return Found(path)
+
+
+@pytest.fixture
+def deck_plots() -> type[DeckPlots]:
+    return DeckPlots
+
+
 # ----- a running bot against the fake Bot API ------------------------------------------------
 
 
@@ -203,7 +241,7 @@ def make_transport(engine: QuizEngine, settings: Settings, **options: Any) -> Te
     defaults: dict[str, Any] = {
         "rate_limiter": None,
         "plot_wait_seconds": 2.0,
-        "late_plot_seconds": 10.0,
+        "late_plot_seconds": None,
         "split_wait_seconds": 0.3,
         "retry_base_seconds": 0.05,
         "poll_timeout_seconds": 5,
@@ -244,11 +282,18 @@ async def make_bot(
         sims: Any = None,
         deck: Deck | None = None,
         settings: dict[str, Any] | None = None,
+        new_per_day: int = 1,
         **options: Any,
     ) -> RunningBot:
         judge = judge if judge is not None else KeywordJudge()
         engine = QuizEngine(
-            make_engine(db_url), deck or test_deck, judge, clock, sims=sims, interactive=True
+            make_engine(db_url),
+            deck or test_deck,
+            judge,
+            clock,
+            sims=sims,
+            interactive=True,
+            default_new_per_day=new_per_day,
         )
         transport = make_transport(
             engine, telegram_settings(bot_api, db_url, **(settings or {})), **options

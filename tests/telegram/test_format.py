@@ -5,6 +5,7 @@ and no visible character is lost between the chunks."""
 from __future__ import annotations
 
 import itertools
+import re
 from html.parser import HTMLParser
 from typing import Any
 
@@ -185,12 +186,34 @@ def test_markdown_subset() -> None:
     )
     assert html == (
         "<b>Grade 3/5</b>: <code>rl-08</code> <i>it</i> <i>KL Divergence</i> a&lt;b &amp; c&gt;d "
-        "<code>\\pi_{ref}</code> x_y_z <code>code</code><b> in bold</b>"
+        "π_ref x_y_z <code>code</code><b> in bold</b>"
     )
     assert render("- one\n- **two**") == ["• one\n• <b>two</b>"]
     assert render("costs $5 and $10 today") == ["costs $5 and $10 today"]
     # A stray marker cannot bold the next paragraph.
     assert render("a ** b\n\n**c**") == ["a ** b\n\n<b>c</b>"]
+
+
+def test_nested_lists_keep_their_levels() -> None:
+    assert render("- one\n  - inner **bold**\n    - deepest\n- two\n\n1. first\n2. second") == [
+        "• one\n  • inner <b>bold</b>\n    • deepest\n• two\n\n1. first\n2. second"
+    ]
+
+
+def test_code_spans_escape_angle_brackets(fake_api_module: Any) -> None:
+    [html] = render("keep `if a<b and c>d: x &= 1` as typed")
+    assert html == "keep <code>if a&lt;b and c&gt;d: x &amp;= 1</code> as typed"
+    assert fake_api_module.parse_html(html)[0] == "keep if a<b and c>d: x &= 1 as typed"
+
+
+def test_links_show_their_address() -> None:
+    [html] = render("See [Gao et al.](https://arxiv.org/abs/2210.10760) and <https://x.org>.")
+    assert html == "See Gao et al. (https://arxiv.org/abs/2210.10760) and https://x.org."
+
+
+def test_math_becomes_unicode() -> None:
+    [html] = render("the penalty $\\beta\\,\\mathrm{KL}(\\pi_\\theta \\| \\pi_{\\mathrm{ref}})$ and $\\mathbb{E}\\|a - \\mu\\|^2$")
+    assert html == "the penalty β KL(π_θ ‖ π_ref) and 𝔼‖a - μ‖²"
 
 
 ADVERSARIAL = [
@@ -257,3 +280,16 @@ def test_any_text_splits_into_valid_chunks(fake_api_module: Any, markdown: str, 
         assert 0 < utf16_length(text) <= limit
         shown += text
     assert "".join(shown.split()) == "".join(whole.split())
+
+
+UNRENDERED = re.compile(r"\$[^$\s][^$]*\$|\\[A-Za-z]{2,}")
+
+
+@pytest.mark.skipif(not CARDS, reason="no card in cards/deck parses yet")
+def test_no_card_leaves_latex_unrendered(fake_api_module: Any) -> None:
+    """Every card's question, key, explanation and verdicts show math as Unicode, not ``$\\beta$``."""
+    for card in CARDS:
+        for markdown in card_messages(card):
+            shown = "".join(fake_api_module.parse_html(chunk)[0] for chunk in render(markdown))
+            found = UNRENDERED.search(shown)
+            assert found is None, (card.id, found.group(0) if found else "")
