@@ -1,6 +1,7 @@
 """``trapbot chat`` driven through a pseudo-terminal, as a learner types it: keep the settings,
-answer a trap, rate it, see the verdict, ask for the next trap and /skip it, /stats, then
-Ctrl-C, which must say "Progress saved." at once, with no traceback and no wait for Enter.
+fail a trap, see the other trap due today before the failed one returns, ask for the repeat,
+/skip it (it does not come back this session), /stats, then Ctrl-C, which must say "Progress
+saved." at once, with no traceback and no wait for Enter.
 
 ``PtySession`` is the harness: the real console entry point in a child process whose terminal
 is a pty (so the chat sees a TTY: colours, spinner, in-place redraws). ``session.asked`` lists
@@ -114,6 +115,7 @@ def chat_env(tmp_path: Path, **extra: str) -> dict[str, str]:
         "DATABASE_URL": f"sqlite:///{tmp_path / 'chat.db'}",
         "TRAPBOT_JUDGE": "self",
         "TRAPBOT_PLOTS": "false",
+        "TRAPBOT_NEW_PER_DAY": "2",
         "TZ": "Europe/Berlin",
         "USER": "ada",
         "LOGNAME": "ada",
@@ -140,17 +142,40 @@ def test_a_session_in_a_pseudo_terminal(tmp_path: Path) -> None:
     session.prompt()
     session.send("2")
     verdict = session.expect(r"Grade 2/5[^\n]*")
-    assert "again" in verdict.group(0) or "next review" in verdict.group(0)
+    assert "back in 10 minutes" in verdict.group(0)
+    # The missed trap waits: the next one is the other trap due today, not rl-01 again.
     session.expect(r"\[n\] Next trap")
     session.prompt()
-    session.send("/trap")
-    session.expect(r"\[s\] Skip")
+    session.send("n")
+    session.expect(r"\(Type your answer")
     session.prompt()
+    assert session.asked == ["rl-01", "rl-02"]
+    session.send("The Gaussian head puts its mean between the two modes.")
+    session.expect(r"\[5\] 5")
+    session.prompt()
+    session.send("5")
+    session.expect(r"Grade 5/5")
+    session.expect(r"\[n\] Next trap")
+    session.prompt()
+    session.send("n")
+    # Nothing else is due: rl-01 is announced for later, and can be asked for now.
+    session.expect(r"rl-01` comes back in 10 minutes|rl-01 comes back in 10 minutes")
+    repeat = session.expect(r"\[(\w)\] Repeat it now")
+    session.prompt()
+    session.send(repeat.group(1))
+    session.expect(r"\(Type your answer")
+    session.prompt()
+    assert session.asked == ["rl-01", "rl-02", "rl-01"]
+    # /skip on the repeat moves on for the session: /trap does not bring it back.
     session.send("/skip")
     session.expect(r"Skipped")
     session.prompt()
+    session.send("/trap")
+    session.expect(r"One more new trap")
+    session.prompt()
+    assert session.asked == ["rl-01", "rl-02", "rl-01"]
     session.send("/stats")
-    session.expect(r"Reviews done: 1")
+    session.expect(r"Reviews done: 2")
     session.prompt()
     session.interrupt()
     code = session.wait(timeout=20)
@@ -158,10 +183,9 @@ def test_a_session_in_a_pseudo_terminal(tmp_path: Path) -> None:
     assert "Progress saved." in tail
     assert "Traceback" not in session.text and "KeyboardInterrupt" not in session.text
     assert code == 0
-    assert session.asked[0] == "rl-01"  # the order of traps shown, for the lead to extend
     with sqlite3.connect(tmp_path / "chat.db") as connection:
         rows = connection.execute("SELECT card_id, quality FROM review").fetchall()
-    assert rows == [("rl-01", 2)]
+    assert rows == [("rl-01", 2), ("rl-02", 5)]
     transcript = os.environ.get("TRAPBOT_TRANSCRIPT")
     if transcript:
         Path(transcript).write_text(session.text, encoding="utf-8")
