@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,9 @@ def _parse_or_say(path: Path) -> Card | None:
         return None
 
 
+@lru_cache(maxsize=2)
 def _judge(name: str) -> Any:
+    """The judge ``try`` reads with, built once per process (its models load in seconds)."""
     if name == "llm":
         from bot.app import build_grader
         from bot.config import get_settings
