@@ -17,11 +17,9 @@ import re
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
-
-import genanki
-from markdown_it import MarkdownIt
 
 from cards.deck import Deck, load_decks
 from cards.schema import Card
@@ -46,16 +44,28 @@ BACK = """{{FrontSide}}
 {{#Plot}}<div>{{Plot}}</div><div class="caption">{{Caption}}</div>{{/Plot}}
 <div class="id">{{Source}}</div>"""
 
-NOTE_MODEL = genanki.Model(
-    MODEL_ID,
-    "trapbot trap",
-    fields=[{"name": name} for name in FIELDS],
-    templates=[{"name": "Trap", "qfmt": FRONT, "afmt": BACK}],
-    css=CSS,
-)
-
-_MARKDOWN = MarkdownIt("commonmark")
 _MATH = re.compile(r"\$([^$\n]+)\$")
+
+
+@lru_cache(maxsize=1)
+def note_model() -> Any:
+    """The note type (genanki is imported when an export runs, not with the CLI)."""
+    import genanki
+
+    return genanki.Model(
+        MODEL_ID,
+        "trapbot trap",
+        fields=[{"name": name} for name in FIELDS],
+        templates=[{"name": "Trap", "qfmt": FRONT, "afmt": BACK}],
+        css=CSS,
+    )
+
+
+@lru_cache(maxsize=1)
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark")
 
 
 def markdown_html(text: str) -> str:
@@ -66,7 +76,7 @@ def markdown_html(text: str) -> str:
         formulas.append(match.group(1))
         return f"\ue000{len(formulas) - 1}\ue001"  # private-use marks, which Markdown leaves alone
 
-    rendered = _MARKDOWN.render(_MATH.sub(hold, text))
+    rendered = _markdown().render(_MATH.sub(hold, text))
     return re.sub("\ue000(\\d+)\ue001", lambda m: "\\(" + html.escape(formulas[int(m.group(1))]) + "\\)", rendered)
 
 
@@ -84,7 +94,9 @@ def media_name(card: Card) -> str:
 PlotSource = Callable[[Card], "tuple[bytes, str] | None"]
 
 
-def note_for(card: Card, deck_title: str, plot: tuple[bytes, str] | None) -> genanki.Note:
+def note_for(card: Card, deck_title: str, plot: tuple[bytes, str] | None) -> Any:
+    import genanki
+
     points = "".join(
         f'<li class="{"core" if point.core else "extra"}">{html.escape(" ".join(point.text.split()))}</li>'
         for point in card.key_points
@@ -100,14 +112,16 @@ def note_for(card: Card, deck_title: str, plot: tuple[bytes, str] | None) -> gen
         html.escape(plot[1]) if plot else "",
         html.escape(f"{deck_title} · {source}"),
     ]
-    return genanki.Note(model=NOTE_MODEL, fields=fields, guid=genanki.guid_for("trapbot", card.id), tags=list(card.tags))
+    return genanki.Note(model=note_model(), fields=fields, guid=genanki.guid_for("trapbot", card.id), tags=list(card.tags))
 
 
 def build_package(
     deck: Deck, names: Sequence[str] | None, plots: PlotSource, media_dir: Path,
     progress: Callable[[str], None] = lambda line: None,
-) -> genanki.Package:
+) -> Any:
     """The package of the named decks (all for None); plot PNGs are written to ``media_dir``."""
+    import genanki
+
     anki_decks, media = [], []
     for name in names or deck.names:
         info = deck.info(name)
