@@ -65,7 +65,7 @@ def build_deck(settings: Settings) -> Deck:
 
     deck = load_decks(settings.deck_dirs)
     for problem in startup_problems(deck):
-        log.warning("deck problem (the card is left out; `trapbot cards lint` lists all): %s", problem)
+        log.warning("deck problem (`trapbot cards lint` lists them all): %s", problem)
     return deck
 
 

@@ -55,7 +55,8 @@ class SettingsRoom(LearnerRoom):
             Reply(
                 self._settings_summary(learner)
                 + "\n\nTo change one, send for example `/settings timezone Europe/Berlin`, "
-                "`/settings time 07:30`, `/settings new 2` or `/settings interview on`.",
+                "`/settings time 07:30`, `/settings new 2` or `/settings interview on`."
+                + (" Choose decks with the buttons or `/settings decks NAME, NAME` (or `all`)." if len(self.deck.names) > 1 else ""),  # type: ignore[attr-defined]
                 kind=ReplyKind.SETTINGS,
                 buttons=((pause, interview),) + self._deck_buttons(learner),
             )

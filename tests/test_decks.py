@@ -208,6 +208,7 @@ async def test_a_learner_studies_the_decks_they_choose(db, clock: FixedClock) ->
     ada = engine.learner("telegram", "ada")
     [summary] = engine.settings(ada.id)
     assert "Decks: all: RL and RLHF traps (`builtin`), Team traps (example) (`team-traps`)" in summary.text
+    assert "`/settings decks NAME, NAME`" in summary.text
     assert [b.label for row in summary.buttons[1:] for b in row] == ["✓ RL and RLHF traps", "✓ Team traps (example)"]
     [refused] = await engine.update_settings(ada.id, "decks", "nope")
     assert refused.kind is ReplyKind.ERROR and "builtin, team-traps" in refused.text
