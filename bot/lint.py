@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from cards.deck import BUILTIN, DECK_DIR, Deck, Problem, load_decks, locate
+from cards.deck import BUILTIN, DECK_DIR, GENERAL_FIX, Deck, Problem, load_decks, locate
 from cards.schema import Card, hint_problems, variant_problems
 from grader.scoring import grade_from_labels
 from grader.textnorm import fold_phrase, occurs_on_word_boundaries
@@ -77,12 +77,15 @@ _CONTENT_FIXES = (
     ("whole sentence", "start with a capital and end with a full stop or question mark"),
     ("but the grade rule gives", "set grade: to what the rule gives, or fix credits/partial/asserts"),
     (".credits: missing", "add credits: [the key point ids the answer states]"),
+    ("names the original's", "write the variant's own wording (points: with label, probe or hint) without the original's setting words"),
+    ("override it", "add the variant's own label, probe or hint for this point under its points:"),
+    ("situation:", "list the words that name the original question's setting (situation: [...]; [] when none)"),
     ("unknown simulation", "name one of the built-in simulations (trapbot sims list), or use image: and caption:"),
 )
 
 
 def _content_fix(message: str) -> str:
-    return next((fix for phrase, fix in _CONTENT_FIXES if phrase in message), "")
+    return next((fix for phrase, fix in _CONTENT_FIXES if phrase in message), GENERAL_FIX)
 
 
 def known_sims() -> set[str]:

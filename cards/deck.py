@@ -164,8 +164,10 @@ _FIXES = (
     ("words; it must have", "write the explanation (after the closing ---) in 150 to 450 words"),
     ("unknown tags", "use the tags listed in the message"),
     ("front matter", "start the file with a '---' line, the YAML fields, then a '---' line and the explanation"),
+    ("should have at least", "add to it until it is long enough (the message says how long)"),
+    ("should have at most", "shorten it, or drop the weakest items"),
+    ("Input should be", "give the kind of value the template shows for this field"),
     ("at least", "add items until the count is met"),
-    ("should have at most", "drop the weakest items"),
     ("needs an expert answer", "add a reference answer of kind expert graded 5 and one of kind trap graded 0 or 1"),
     ("needs the trap answer", "add a reference answer of kind trap graded 0 or 1"),
     ("image", "put the image file in the card's folder and name it relative to it"),
@@ -174,12 +176,16 @@ _FIXES = (
 )
 
 
+#: The fix when no rule above knows the problem better.
+GENERAL_FIX = "compare with the template (`trapbot cards new ID`), which comments every field"
+
+
 def fix_for(field_name: str, message: str) -> str:
-    """A one-line fix for a problem; empty when the message already says it."""
+    """A one-line fix for a problem."""
     for phrase, fix in _FIXES:
         if phrase in message or phrase == field_name:
             return fix
-    return ""
+    return GENERAL_FIX
 
 
 @dataclass(frozen=True)

@@ -285,3 +285,19 @@ def test_the_terminal_serves_a_deck_and_says_which_file_is_broken(tmp_path: Path
     assert "Grade 5/5" in out
     assert f"Plot: {EXAMPLE / 'grpo-01-mixed-groups.png'}" in out
     assert "two prompts in three teach nothing" in " ".join(out.split())
+
+
+def test_every_problem_of_a_badly_broken_card_has_a_line_and_a_fix(tmp_path: Path) -> None:
+    text = (template_card("team-01")
+            .replace("    core: true\n", "    core: maybe\n", 1)
+            .replace("title: A more accurate reward model (a few words, shown above the question)", "title: ''")
+            .replace("    label: Optimisation seeks the reward model's errors\n", "    label: x\n"))
+    broken_content = (template_card("team-02")
+                      .replace('    hint: "Think about what a strong optimiser does with the few places where its scoring function is wrong."\n', "")
+                      .replace("  - kind: trap\n    grade: 0", "  - kind: trap\n    grade: 1"))
+    folder = a_deck_with(tmp_path, "team", {"team-01": text, "team-02": broken_content})
+    problems = lint([folder], builtin=None, sims=None)
+    assert {p.path.name for p in problems} == {"team-01.md", "team-02.md"} and len(problems) >= 5
+    for problem in problems:
+        assert problem.line is not None and problem.fix, problem
+        assert str(problem).startswith(f"{problem.path}:{problem.line}: ")
