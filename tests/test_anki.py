@@ -5,6 +5,7 @@ plot as media, and note ids that stay the same across exports."""
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import sqlite3
 import zipfile
@@ -20,10 +21,10 @@ EXAMPLE = ROOT / "examples" / "decks" / "team-traps"
 PICTURE = EXAMPLE / "grpo-01-mixed-groups.png"
 
 
-def export(argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> tuple[int, str, str]:
+def export(argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, decks: Path = EXAMPLE) -> tuple[int, str, str]:
     from bot.config import get_settings
 
-    monkeypatch.setenv("TRAPBOT_DECKS", str(EXAMPLE))
+    monkeypatch.setenv("TRAPBOT_DECKS", str(decks))
     monkeypatch.setenv("TRAPBOT_SIM_CACHE_DIR", str(tmp_path / "no-plots-cached"))
     get_settings.cache_clear()
     try:
@@ -96,3 +97,24 @@ def test_an_unknown_deck_is_refused_with_the_known_names(tmp_path, monkeypatch, 
 
 def test_markdown_and_math_render_for_anki() -> None:
     assert markdown_html("**Bold** and $a < b$.") == "<p><strong>Bold</strong> and \\(a &lt; b\\).</p>\n"
+
+
+def test_a_card_naming_a_simulation_gets_its_plot_computed_and_captioned(tmp_path, monkeypatch, capsys) -> None:
+    registry = pytest.importorskip("sims.registry", reason="the simulations are not installed")
+    sim = "trajectory_stitching"  # computes in about a second
+    if sim not in registry.sim_ids():
+        pytest.skip(f"no simulation {sim}")
+    from cards.template import card_template
+
+    folder = tmp_path / "simdeck"
+    folder.mkdir()
+    (folder / "sim-01.md").write_text(card_template("sim-01").replace("sim: reward_overoptimization", f"sim: {sim}"), encoding="utf-8")
+    out = tmp_path / "sim.apkg"
+    code, _, err = export(["--out", str(out), "--deck", "simdeck"], tmp_path, monkeypatch, capsys, decks=folder)
+    assert code == 0, err
+    package = read_package(out, tmp_path)
+    [png] = package["media"].values()
+    assert png.startswith(b"\x89PNG") and list(package["media"]) == ["trapbot-sim-01.png"]
+    _, _, fields = package["notes"]["sim-01"]
+    assert fields[5] == '<img src="trapbot-sim-01.png">'
+    assert fields[6] == html.escape(registry.caption(sim, "sim-01"))
