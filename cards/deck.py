@@ -281,6 +281,8 @@ def load_decks(folders: Sequence[Path] = (), *, builtin: Path | None = DECK_DIR)
     problems: list[Problem] = []
     plan = ([(BUILTIN, builtin)] if builtin is not None else []) + [(Path(f).name, Path(f)) for f in folders]
     for name, folder in plan:
+        if name != BUILTIN and builtin is not None and folder.resolve() == Path(builtin).resolve():
+            continue  # the built-in deck listed again in TRAPBOT_DECKS
         if not folder.is_dir():
             problems.append(Problem(folder, "deck", "no such folder", None, "fix the path in TRAPBOT_DECKS"))
             continue

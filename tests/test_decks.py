@@ -301,3 +301,19 @@ def test_every_problem_of_a_badly_broken_card_has_a_line_and_a_fix(tmp_path: Pat
     for problem in problems:
         assert problem.line is not None and problem.fix, problem
         assert str(problem).startswith(f"{problem.path}:{problem.line}: ")
+
+
+def test_the_bot_start_logs_broken_files_and_unknown_simulations(tmp_path: Path, caplog) -> None:
+    from bot.app import build_deck
+    from bot.config import Settings
+
+    unknown_sim = template_card("team-01").replace("sim: reward_overoptimization", "sim: not_a_sim")
+    broken = template_card("team-02").replace("trap: >-", "trapp: >-")
+    folder = a_deck_with(tmp_path, "team", {"team-01": unknown_sim, "team-02": broken})
+    settings = Settings(_env_file=None, trapbot_decks=os.pathsep.join([str(folder), str(DECK_DIR)]))  # type: ignore[call-arg]
+    with caplog.at_level("WARNING", logger="bot.app"):
+        deck = build_deck(settings)
+    assert "team-01" in deck and "team-02" not in deck and len(deck) == 27  # the built-in deck listed again is not a clash
+    logged = caplog.text
+    assert f"{folder / 'team-02.md'}:" in logged and "trap: Field required" in logged
+    assert f"{folder / 'team-01.md'}:" in logged and "unknown simulation 'not_a_sim'" in logged
