@@ -119,7 +119,8 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
             .where(col(Review.learner_id).in_(learner_ids), Review.status == ReviewStatus.AWAITING)
             .order_by(col(Review.id))
         ):
-            waiting[review.learner_id] = review  # the latest one wins
+            if review.card_id in self.deck:  # an answer to a card whose deck was removed stays in the history
+                waiting[review.learner_id] = review  # the latest one wins
         states: dict[int, list[CardState]] = defaultdict(list)
         choosing = [learner.id for learner in learners if learner.id not in waiting]
         if choosing:

@@ -256,6 +256,8 @@ async def test_a_removed_deck_folder_keeps_history_and_stops_its_cards(db, tmp_p
     assert question.card_id == "rl-01"
     stats = after.stats_data(ada.id)  # the history counts a card no loaded deck has
     assert stats.reviews_done == 1 and stats.cards_seen == 1
+    [kept] = await after.undo(ada.id)
+    assert "no longer in the deck" in kept.text
 
 
 def test_the_terminal_serves_a_deck_and_says_which_file_is_broken(tmp_path: Path) -> None:
@@ -317,3 +319,19 @@ def test_the_bot_start_logs_broken_files_and_unknown_simulations(tmp_path: Path,
     logged = caplog.text
     assert f"{folder / 'team-02.md'}:" in logged and "trap: Field required" in logged
     assert f"{folder / 'team-01.md'}:" in logged and "unknown simulation 'not_a_sim'" in logged
+
+
+async def test_an_answer_waiting_on_a_removed_card_does_not_block_the_next_trap(db, tmp_path, clock: FixedClock) -> None:
+    folder = tmp_path / "team-traps"
+    shutil.copytree(EXAMPLE, folder)
+    engine = QuizEngine(db, load_decks([folder], builtin=None), SelfGrader(), clock)
+    ada = engine.learner("telegram", "ada")
+    await engine.next_trap(ada.id)
+    [confirm] = await engine.submit_answer(ada.id, "zero advantage")  # waits for the learner's grade
+    assert confirm.kind is ReplyKind.CONFIRM
+    shutil.rmtree(folder)
+    after = QuizEngine(db, load_decks([folder]), SelfGrader(), clock)
+    [question] = await after.next_trap(ada.id)
+    assert question.kind is ReplyKind.QUESTION and question.card_id == "rl-01"
+    [stale] = await after.act(ada.id, confirm.buttons[0][-1].data)  # its grade button, pressed late
+    assert stale.kind is ReplyKind.ERROR and "no longer in the deck" in stale.text
