@@ -195,7 +195,7 @@ def cmd_anki(args: argparse.Namespace) -> int:
         print(f"no deck {unknown[0]!r}; the decks are {', '.join(deck.names)}", file=sys.stderr)
         return 2
     if args.plots == "none":
-        plots: PlotSource = lambda card: None  # noqa: E731
+        plots: PlotSource = lambda card: None
     else:
         plots = deck_plots(deck, render=args.plots == "render", cache_dir=settings.trapbot_sim_cache_dir)
 
