@@ -12,7 +12,7 @@ from bot.clock import SystemClock
 from bot.config import Settings
 from bot.db import make_engine, migrate
 from bot.engine import QuizEngine
-from cards.deck import default_deck
+from cards.deck import Deck, default_deck, load_decks
 from grader.base import Grader, warmable
 
 if TYPE_CHECKING:
@@ -79,6 +79,19 @@ def build_sims(settings: Settings):
     return SimService(cache_dir=settings.trapbot_sim_cache_dir)
 
 
+def build_deck(settings: Settings) -> Deck:
+    """The built-in deck and the ``TRAPBOT_DECKS`` folders. A card that does not load is left
+    out and said (file, line, why, fix) in the log; the rest is served."""
+    if not settings.deck_dirs:
+        return default_deck()
+    from bot.lint import startup_problems
+
+    deck = load_decks(settings.deck_dirs)
+    for problem in startup_problems(deck):
+        log.warning("deck problem (`trapbot cards lint` lists them all): %s", problem)
+    return deck
+
+
 def build_engine(
     settings: Settings,
     *,
@@ -89,7 +102,7 @@ def build_engine(
 ) -> QuizEngine:
     return QuizEngine(
         make_engine(settings.database_url),
-        default_deck(),
+        build_deck(settings),
         grader or build_grader(settings),
         clock or SystemClock(),
         sims=build_sims(settings) if with_sims and settings.trapbot_plots else None,

@@ -64,7 +64,7 @@ def _migrate(args: argparse.Namespace) -> int:
 
 
 #: Packages that add their own sub-commands with ``register(subparsers)``.
-PLUGINS = ("cards.cli", "sims.cli", "grader.cli")
+PLUGINS = ("bot.cards_cmd", "sims.cli", "grader.cli", "bot.anki")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -34,6 +35,8 @@ class Settings(BaseSettings):
     trapbot_plots: bool = True
     trapbot_metrics_port: int | None = None
     trapbot_new_per_day: int = 1
+    #: Extra deck folders beside the built-in deck, separated by the OS path separator (":" or ";").
+    trapbot_decks: str = ""
     trapbot_log_level: str = "INFO"
     trapbot_log_format: Literal["text", "json"] = "text"
 
@@ -41,6 +44,11 @@ class Settings(BaseSettings):
         """Every configured secret, so logs can mask them."""
         found = [self.telegram_bot_token, self.discord_bot_token, self.openai_api_key]
         return [secret.get_secret_value() for secret in found if secret is not None]
+
+    @property
+    def deck_dirs(self) -> list[Path]:
+        """The folders ``TRAPBOT_DECKS`` lists, in its order."""
+        return [Path(part).expanduser() for part in self.trapbot_decks.split(os.pathsep) if part.strip()]
 
     @property
     def transports(self) -> list[str]:

@@ -119,7 +119,8 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
             .where(col(Review.learner_id).in_(learner_ids), Review.status == ReviewStatus.AWAITING)
             .order_by(col(Review.id))
         ):
-            waiting[review.learner_id] = review  # the latest one wins
+            if review.card_id in self.deck:  # an answer to a card whose deck was removed stays in the history
+                waiting[review.learner_id] = review  # the latest one wins
         states: dict[int, list[CardState]] = defaultdict(list)
         choosing = [learner.id for learner in learners if learner.id not in waiting]
         if choosing:
@@ -169,7 +170,9 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
         has passed; then new traps. A trap to repeat waits ``learning_step`` after its grade
         (Anki's learning step) unless ``repeat_now``, so it never comes straight back."""
         today, now = self.today(learner), self.clock.now()
-        known = {state.card_id: state for state in states if state.card_id in self.deck}
+        chosen = self.deck.in_decks(learner.decks) or list(self.deck)  # the learner's decks; all when none is loaded
+        allowed = {card.id for card in chosen}
+        known = {state.card_id: state for state in states if state.card_id in allowed}
         due = sorted(
             (
                 s
@@ -193,7 +196,7 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
             for s in known.values()
             if s.introduced_on == today and not (s.skipped_on == today and s.last_reviewed_on is None)
         )
-        fresh = [card for card in self.deck if card.id not in known]
+        fresh = [card for card in chosen if card.id not in known]
         if fresh and (extra_new or introduced_today < learner.new_per_day):
             new = CardState(learner_id=learner.id, card_id=fresh[0].id, due_on=today, introduced_on=today)  # type: ignore[arg-type]
             return self.deck.get(new.card_id), False, "", new
@@ -490,7 +493,8 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
             (Button("Next trap", Action(Verb.NEXT).encode()),),
         )
         return Reply(
-            text, kind=ReplyKind.VERDICT, buttons=buttons, plot_sim=card.sim, card_id=card.id, review_id=review.id
+            text, kind=ReplyKind.VERDICT, buttons=buttons, plot_sim=card.sim or (CARD_IMAGE if card.image else None),
+            card_id=card.id, review_id=review.id,
         )
 
     # ----- buttons ----------------------------------------------------------------------
@@ -579,8 +583,12 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
     async def plot(
         self, sim_id: str, wait_seconds: float | None = 3.0, *, card_id: str | None = None
     ) -> PlotImage | None:
-        """The simulation's plot, or None if there is no service, it failed, or it is not ready
-        within ``wait_seconds`` (None: wait until it is; then None means it failed)."""
+        """The card's own picture, or the simulation's plot; None if there is no service, it
+        failed, or it is not ready within ``wait_seconds`` (None: wait until it is; then None
+        means it failed)."""
+        image = self.deck.image_path(card_id) if card_id is not None and card_id in self.deck else None
+        if image is not None:
+            return card_image(self.deck.get(card_id), image)  # type: ignore[arg-type]
         if self.sims is None:
             return None
         try:
@@ -640,6 +648,20 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
     def _expect(review: Review, status: ReviewStatus) -> None:
         if review.status != status:
             raise InvalidAction(f"that answer is already {review.status}")
+
+
+#: ``Reply.plot_sim`` of a verdict whose card brings its own picture (``QuizEngine.plot`` reads it).
+CARD_IMAGE = "card-image"
+
+
+def card_image(card: Card, path: Any) -> PlotImage | None:
+    """A card's own picture from its deck folder, with its caption; None (logged) when unreadable."""
+    try:
+        png = path.read_bytes()
+    except OSError:
+        log.exception("the image of card %s is unreadable", card.id)
+        return None
+    return PlotImage(sim_id=CARD_IMAGE, png=png, caption=card.caption or "", title=card.title, path=str(path))
 
 
 def _reading(grade: Grade) -> dict[str, Any]:

@@ -70,6 +70,8 @@ class HistoryRoom(LearnerRoom):
                 ).first()
                 if review is None or review.state_before is None:
                     return [Reply("There is no grade to take back.", kind=ReplyKind.INFO)]
+                if review.card_id not in self.deck:  # its deck folder was removed: the history stays as it is
+                    return [Reply(f"The trap `{review.card_id}` is no longer in the deck, so its grade stays.", kind=ReplyKind.INFO)]
                 state = self._state(session, learner_id, review.card_id)
                 assert state is not None
                 _restore(state, review.state_before)

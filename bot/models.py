@@ -75,6 +75,8 @@ class Learner(SQLModel, table=True):
     current_asked_at: datetime | None = _utc_datetime(default=None, nullable=True)
     # Interview mode: a missed core point brings the interviewer's follow-up straight away.
     interview: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
+    # The decks this learner studies, by name ("builtin", a TRAPBOT_DECKS folder's name); None: all.
+    decks: list[str] | None = Field(default=None, sa_type=sa.JSON, nullable=True)
     created_at: datetime = _utc_datetime()
 
 

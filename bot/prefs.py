@@ -113,3 +113,19 @@ def parse_on_off(value: str | bool) -> bool:
     if word in ("off", "no", "false", "0", "n"):
         return False
     raise PreferenceError("Send on or off, for example `/settings interview on`.")
+
+
+def parse_decks(value: str, known: list[str]) -> list[str] | None:
+    """The decks a learner (or a server) studies from ``all`` or names separated by commas or
+    spaces; None means every deck, also those added later."""
+    words = [word for word in re.split(r"[,\s]+", value.strip().casefold()) if word]
+    if not words:
+        raise PreferenceError(f"Send deck names ({', '.join(known)}) or all.")
+    if words == ["all"]:
+        return None
+    by_folded = {name.casefold(): name for name in known}
+    unknown = [word for word in words if word not in by_folded]
+    if unknown:
+        raise PreferenceError(f"I have no deck {unknown[0]!r}: the decks are {', '.join(known)} (or all).")
+    chosen = list(dict.fromkeys(by_folded[word] for word in words))
+    return None if set(chosen) == set(known) else chosen

@@ -12,6 +12,7 @@ from bot.learners import LearnerRoom
 from bot.models import Learner
 from bot.prefs import (
     PreferenceError,
+    parse_decks,
     parse_new_per_day,
     parse_on_off,
     parse_push_time,
@@ -54,11 +55,30 @@ class SettingsRoom(LearnerRoom):
             Reply(
                 self._settings_summary(learner)
                 + "\n\nTo change one, send for example `/settings timezone Europe/Berlin`, "
-                "`/settings time 07:30`, `/settings new 2` or `/settings interview on`.",
+                "`/settings time 07:30`, `/settings new 2` or `/settings interview on`."
+                + (" Choose decks with the buttons or `/settings decks NAME, NAME` (or `all`)." if len(self.deck.names) > 1 else ""),  # type: ignore[attr-defined]
                 kind=ReplyKind.SETTINGS,
-                buttons=((pause, interview),),
+                buttons=((pause, interview),) + self._deck_buttons(learner),
             )
         ])
+
+    def _deck_buttons(self, learner: Learner) -> tuple[tuple[Button, ...], ...]:
+        """One toggle per loaded deck, when there is more than the built-in one."""
+        names = self.deck.names  # type: ignore[attr-defined]
+        if len(names) < 2:
+            return ()
+        chosen = self._chosen_decks(learner)
+        return tuple(
+            (Button(("✓ " if name in chosen else "Add ") + self.deck.info(name).title[:40],  # type: ignore[attr-defined]
+                    Action(Verb.SETTINGS, arg=f"deck-{index}").encode()),)
+            for index, name in enumerate(names)
+        )
+
+    def _chosen_decks(self, learner: Learner) -> list[str]:
+        """The loaded decks this learner studies (all when the stored choice names none of them)."""
+        names = self.deck.names  # type: ignore[attr-defined]
+        chosen = [name for name in names if learner.decks is None or name in learner.decks]
+        return chosen or names
 
     def _settings_summary(self, learner: Learner) -> str:
         state = "paused" if learner.paused else "on"
@@ -68,7 +88,15 @@ class SettingsRoom(LearnerRoom):
             f"- Daily push: {learner.push_time.strftime('%H:%M')} ({state})\n"
             f"- New traps a day: {learner.new_per_day}\n"
             f"- Interview mode: {'on' if learner.interview else 'off'} (a missed core point brings a follow-up question at once)"
-        )
+        ) + self._decks_line(learner)
+
+    def _decks_line(self, learner: Learner) -> str:
+        names = self.deck.names  # type: ignore[attr-defined]
+        if len(names) < 2:
+            return ""
+        chosen = self._chosen_decks(learner)
+        titles = ", ".join(f"{self.deck.info(name).title} (`{name}`)" for name in chosen)  # type: ignore[attr-defined]
+        return f"\n- Decks: {'all: ' if len(chosen) == len(names) else ''}{titles}"
 
     async def update_settings(self, learner_id: int, field: str, value: str) -> list[Reply]:
         """Change one setting from what the learner typed; a clear message when it does not parse."""
@@ -88,9 +116,11 @@ class SettingsRoom(LearnerRoom):
                 changes["paused"] = False
             elif key in ("interview",):
                 changes["interview"] = parse_on_off(value)
+            elif key in ("deck", "decks"):
+                changes["decks"] = parse_decks(value, self.deck.names)  # type: ignore[attr-defined]
             else:
                 raise PreferenceError(
-                    f"I have no setting called {field!r}: try timezone, time, new, interview, pause or resume."
+                    f"I have no setting called {field!r}: try timezone, time, new, interview, decks, pause or resume."
                 )
         except PreferenceError as error:
             return self.with_notices(learner_id, [Reply(str(error), kind=ReplyKind.ERROR)])
@@ -122,4 +152,18 @@ class SettingsRoom(LearnerRoom):
             return self._apply_settings(learner_id, {"paused": arg == "pause"})
         if arg in ("interview-on", "interview-off"):
             return self._apply_settings(learner_id, {"interview": arg == "interview-on"})
+        if arg and arg.startswith("deck-") and arg[5:].isdigit():
+            return self._toggle_deck(learner_id, int(arg[5:]))
         raise InvalidAction("unknown settings button")
+
+    def _toggle_deck(self, learner_id: int, index: int) -> list[Reply]:
+        """Add or drop one deck; the last one chosen stays (a learner studies at least one)."""
+        names = self.deck.names  # type: ignore[attr-defined]
+        if index >= len(names):
+            raise InvalidAction("that deck is no longer loaded")
+        chosen = self._chosen_decks(self._require(learner_id))
+        name = names[index]
+        if name in chosen and len(chosen) == 1:
+            return [Reply("That is the only deck you study; add another before dropping it.", kind=ReplyKind.ERROR)]
+        chosen = [n for n in chosen if n != name] if name in chosen else chosen + [name]
+        return self._apply_settings(learner_id, {"decks": None if set(chosen) == set(names) else chosen})

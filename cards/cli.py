@@ -1,38 +1,45 @@
-"""``trapbot cards ...``: lint, list and show the deck.
+"""``trapbot cards ...``: list, show and start cards.
 
 The bot's CLI calls ``register(subparsers)`` and then ``args.func(args)``; every sub-command
-sets ``func`` to a handler that returns the exit code.
+sets ``func`` to a handler that returns the exit code. ``lint`` and ``try`` need the grader and
+the simulations, so they are added on the floor above (``bot.cards_cmd``).
 
-    trapbot cards lint [--deck DIR]            every problem as ``file: field: problem``
-    trapbot cards list [--json] [--deck DIR]   id, title, sim and tags of every card
+    trapbot cards list [--json] [--deck DIR]   id, deck, title, plot and tags of every card
     trapbot cards show ID [--json] [--deck DIR]
+    trapbot cards new ID [--deck DIR]          a commented template to fill in
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
-from cards.deck import DECK_DIR, CardFileError, Deck, lint_deck, load_deck
-from cards.schema import Card
+from cards.deck import DECK_DIR, CardFileError, Deck, load_deck, load_decks
+from cards.schema import CARD_ID, Card
+from cards.template import card_template
 
 WRAP = 88
 INDENT = "  "
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the ``cards`` command and its sub-commands to an argparse subparsers object."""
-    cards_parser = subparsers.add_parser("cards", help="lint, list and show the deck's cards")
+    """Add the ``cards`` command and its sub-commands to an argparse subparsers object; the
+    sub-commands' own subparsers object is the returned parser's ``commands``."""
+    cards_parser = subparsers.add_parser("cards", help="list, show, write and check cards")
     cards_parser.set_defaults(func=lambda args: _usage(cards_parser))
     commands = cards_parser.add_subparsers(dest="cards_command", metavar="COMMAND")
+    cards_parser.commands = commands  # type: ignore[attr-defined]
 
-    lint = commands.add_parser("lint", help="check every card file; exit 1 when any has a problem")
-    _add_deck_option(lint)
-    lint.set_defaults(func=cmd_lint)
+    new = commands.add_parser("new", help="write a commented card template to fill in")
+    new.add_argument("id", help="the new card's id: a short prefix and a number, e.g. team-01")
+    new.add_argument("--deck", type=Path, default=Path("."), metavar="DIR", help="the deck folder (default: here)")
+    new.add_argument("--force", action="store_true", help="overwrite an existing file")
+    new.set_defaults(func=cmd_new)
 
     listing = commands.add_parser("list", help="id, title, sim and tags of every card")
     listing.add_argument("--json", action="store_true", help="print JSON")
@@ -53,7 +60,7 @@ def _add_deck_option(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=DECK_DIR,
         metavar="DIR",
-        help="deck directory (default: the packaged deck)",
+        help="deck directory (default: the packaged deck and the folders in TRAPBOT_DECKS)",
     )
 
 
@@ -62,19 +69,32 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def cmd_lint(args: argparse.Namespace) -> int:
-    problems = lint_deck(args.deck)
-    if problems:
-        for line in problems:
-            print(line)
+def cmd_new(args: argparse.Namespace) -> int:
+    if not re.fullmatch(CARD_ID, args.id):
+        print(f"{args.id!r} is not a card id: use a short lower-case prefix and a number, e.g. team-01", file=sys.stderr)
+        return 2
+    args.deck.mkdir(parents=True, exist_ok=True)
+    path = args.deck / f"{args.id}.md"
+    if path.exists() and not args.force:
+        print(f"{path} exists; pass --force to overwrite it", file=sys.stderr)
         return 1
-    count = len(list(Path(args.deck).glob("*.md")))
-    print(f"OK: {count} cards, no problems")
+    path.write_text(card_template(args.id), encoding="utf-8")
+    print(f"wrote {path}\nfill it in, then: trapbot cards lint {args.deck}  and  trapbot cards try {args.id} \"an answer\"")
     return 0
 
 
-def _load(directory: Path) -> Deck | None:
-    """The deck, or ``None`` after telling the user (on stderr) which card is broken."""
+def _load(directory: Path, folders: Any = None) -> Deck | None:
+    """The deck, or ``None`` after telling the user (on stderr) which card is broken. With
+    ``folders`` (the configured decks) the built-in deck and those load, plus ``directory``
+    when it is another folder; a broken card there is reported and left out."""
+    if callable(folders):  # the configured folders, read when the command runs
+        folders = folders()
+    if folders is not None:
+        extra = list(folders) + ([directory] if Path(directory).resolve() != DECK_DIR else [])
+        deck = load_decks(extra)
+        for problem in deck.problems:
+            print(f"left out: {problem} (run `trapbot cards lint`)", file=sys.stderr)
+        return deck
     try:
         return load_deck(directory)
     except CardFileError as error:
@@ -83,11 +103,11 @@ def _load(directory: Path) -> Deck | None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    deck = _load(args.deck)
+    deck = _load(args.deck, getattr(args, "folders", None))
     if deck is None:
         return 1
     rows = [
-        {"id": card.id, "title": card.title, "sim": card.sim, "tags": list(card.tags)}
+        {"id": card.id, "title": card.title, "sim": plot_name(card), "tags": list(card.tags)}
         for card in deck
     ]
     if args.json:
@@ -106,7 +126,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    deck = _load(args.deck)
+    deck = _load(args.deck, getattr(args, "folders", None))
     if deck is None:
         return 1
     try:
@@ -119,6 +139,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     else:
         print(render_card(card))
     return 0
+
+
+def plot_name(card: Card) -> str:
+    """What the card shows beside its explanation: a simulation's id, an image's file, or "-"."""
+    return card.sim or card.image or "-"
 
 
 def _wrapped(text: str, indent: str = INDENT, first: str | None = None) -> str:
@@ -141,7 +166,7 @@ def render_card(card: Card) -> str:
     lines = [
         f"{card.id}  {card.title}",
         f"Source: {where}",
-        f"Sim: {card.sim}    Tags: {', '.join(card.tags)}",
+        f"Plot: {plot_name(card)}    Tags: {', '.join(card.tags)}",
         "",
         "Question",
         _wrapped(card.question),
@@ -175,6 +200,8 @@ def render_card(card: Card) -> str:
         textwrap.indent(card.explanation, INDENT),
         "",
     ]
+    if card.image:
+        lines[-1:-1] = ["", _wrapped(f"Image: {card.image} ({card.caption})")]
     if card.variants:
         lines.append(f"Variants (the original's setting: {', '.join(card.situation or []) or 'none named'})")
         for variant in card.variants:

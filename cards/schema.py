@@ -46,11 +46,17 @@ TAGS: frozenset[str] = frozenset(
     }
 )
 
-CARD_ID = r"^(rl-\d{2}|msft-\d{2})$"
+#: A card id: a short lower-case prefix and a number ("rl-08", "team-03"); unique across decks,
+#: at most 16 characters (the database's and the chat buttons' limit).
+CARD_ID = r"^[a-z][a-z0-9]{0,9}-\d{2,4}$"
 SLUG = r"^[a-z0-9][a-z0-9_-]*$"
 
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Slug = Annotated[str, StringConstraints(pattern=SLUG)]
+
+
+#: The picture format a card's own plot has (the adapters send it as a PNG).
+IMAGE_SUFFIXES = (".png",)
 
 
 class _Strict(BaseModel):
@@ -64,7 +70,7 @@ class Source(_Strict):
     role: NonEmpty
     date: NonEmpty  # as the seed writes it, e.g. "Jan 27, 2026" or "Jun 2026"
     series: str | None = None  # e.g. "Reinforcement Learning #1"
-    seed: NonEmpty  # file name under shared/seeds/
+    seed: str | None = None  # file name under shared/seeds/ (the built-in deck's cards)
 
 
 Phrase = Annotated[str, StringConstraints(strip_whitespace=True, min_length=2, max_length=80)]
@@ -164,6 +170,14 @@ class Variant(_Strict):
     shares: list[Phrase] = Field(default_factory=list)
 
 
+class DeckInfo(_Strict):
+    """A deck folder's optional ``deck.yaml``: what the deck is, shown when learners choose decks."""
+
+    title: NonEmpty
+    description: str = ""
+    language: str = "en"
+
+
 class Card(_Strict):
     """A trap: the question, the answer most give, and the mechanism that breaks it."""
 
@@ -175,7 +189,12 @@ class Card(_Strict):
     key_points: list[KeyPoint] = Field(min_length=3, max_length=6)
     misconceptions: list[Misconception] = Field(min_length=1, max_length=3)
     hint: NonEmpty
-    sim: Slug
+    #: The plot shown with the explanation: a built-in simulation's id, or an image file
+    #: beside the card (a PNG, a path relative to the card's folder) with its caption,
+    #: or neither. A deck never ships code: its plots are pictures or built-in simulations.
+    sim: Slug | None = None
+    image: str | None = None
+    caption: str | None = None
     tags: list[str] = Field(min_length=1)
     references: list[Reference] = Field(min_length=1)
     reference_answers: list[ReferenceAnswer] = Field(min_length=2)
@@ -186,6 +205,17 @@ class Card(_Strict):
     situation: list[Phrase] | None = Field(default=None, max_length=24)
     explanation: NonEmpty  # the Markdown body after the front matter
     version: str = ""  # content hash, filled in by the loader
+
+    @field_validator("image")
+    @classmethod
+    def _image_beside(cls, image: str | None) -> str | None:
+        if image is None:
+            return None
+        if image.startswith(("/", "\\")) or ".." in image.replace("\\", "/").split("/"):
+            raise ValueError("must name a file in the card's folder (no absolute path, no '..')")
+        if not image.lower().endswith(IMAGE_SUFFIXES):
+            raise ValueError(f"must be one of {', '.join(IMAGE_SUFFIXES)}")
+        return image
 
     @field_validator("tags")
     @classmethod
@@ -228,6 +258,12 @@ class Card(_Strict):
             unknown = sorted({point.id for point in variant.points} - point_ids)
             if unknown:
                 raise ValueError(f"variants ({variant.id}): points name no key point: {unknown}")
+        if self.sim is not None and self.image is not None:
+            raise ValueError("sim and image: name a built-in simulation or an image, not both")
+        if self.image is not None and not self.caption:
+            raise ValueError("caption: an image needs a caption (one or two sentences on what it shows)")
+        if self.caption is not None and self.image is None:
+            raise ValueError("caption: only an image takes a caption (a simulation brings its own)")
         kinds = {answer.kind: answer.grade for answer in self.reference_answers}
         if kinds.get("expert") != 5:
             raise ValueError("reference_answers: needs an expert answer graded 5")

@@ -113,6 +113,7 @@ def build_tree(client: discord.Client, handlers: DiscordHandlers) -> app_command
         time="When it is posted, like 09:00",
         timezone="The server's timezone, like Europe/Berlin",
         enabled="Turn the trap of the day on or off",
+        decks="The decks it draws from: names separated by commas, or all",
     )
     async def setup(
         interaction: discord.Interaction,
@@ -120,9 +121,10 @@ def build_tree(client: discord.Client, handlers: DiscordHandlers) -> app_command
         time: app_commands.Range[str, 1, 16] | None = None,
         timezone: app_commands.Range[str, 1, 64] | None = None,
         enabled: bool | None = None,
+        decks: app_commands.Range[str, 1, 200] | None = None,
     ) -> None:
         await handlers.setup_server(
-            interaction, channel=channel, time=time, timezone=timezone, enabled=enabled
+            interaction, channel=channel, time=time, timezone=timezone, enabled=enabled, decks=decks
         )
 
     @tree.command(name="leaderboard", description="This server's streaks, for those who join it")

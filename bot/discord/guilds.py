@@ -15,16 +15,18 @@ from bot.prefs import parse_timezone, stored_zone
 from cards.deck import Deck
 
 
-def trap_of_the_day(deck: Deck, guild_id: int | str, day: date) -> str:
-    """The card a server meets on ``day``: the deck in order, from a per-server start.
+def trap_of_the_day(deck: Deck, guild_id: int | str, day: date, decks: list[str] | None = None) -> str:
+    """The card a server meets on ``day``: its decks' cards (``decks``; None or none loaded:
+    every deck) in order, from a per-server start.
 
     Deterministic (same server and date, same card), and a server walks the whole deck
     before any card comes back; servers start at different places.
     """
-    if len(deck) == 0:
+    cards = deck.in_decks(decks) or list(deck)
+    if not cards:
         raise ValueError("the deck is empty")
     start = int.from_bytes(hashlib.sha256(str(guild_id).encode()).digest()[:4], "big")
-    return deck.cards[(day.toordinal() + start) % len(deck)].id
+    return cards[(day.toordinal() + start) % len(cards)].id
 
 
 def local_today(config: DiscordGuild, now: datetime) -> date:
@@ -94,6 +96,10 @@ class GuildStore:
                     enabled=enabled,
                 )
             return config
+
+    def set_decks(self, config: DiscordGuild, decks: list[str] | None) -> None:
+        """The decks the server's trap of the day draws from (None: all)."""
+        self._update(config, decks=decks)
 
     def due(self, now: datetime) -> list[DiscordGuild]:
         with Session(self.db, expire_on_commit=False) as session:

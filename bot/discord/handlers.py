@@ -52,7 +52,7 @@ from bot.discord.views import (
 )
 from bot.engine import QuizEngine
 from bot.models import Learner
-from bot.prefs import PreferenceError, parse_push_time, parse_timezone
+from bot.prefs import PreferenceError, parse_decks, parse_push_time, parse_timezone
 from bot.replies import PLOT_FAILED, Reply, ReplyKind
 from bot.transport import JudgeWarmup
 from cards.wording import parse_wording_ref, question_for
@@ -666,9 +666,10 @@ class DiscordHandlers:
         time: str | None = None,
         timezone: str | None = None,
         enabled: bool | None = None,
+        decks: str | None = None,
     ) -> None:
         await self.guarded(
-            interaction, self._setup_server(interaction, channel, time, timezone, enabled)
+            interaction, self._setup_server(interaction, channel, time, timezone, enabled, decks)
         )
 
     async def _setup_server(
@@ -678,6 +679,7 @@ class DiscordHandlers:
         push_time: str | None,
         timezone: str | None,
         enabled: bool | None,
+        decks: str | None = None,
     ) -> None:
         problem = place_problem(interaction, Place.SERVER)
         if problem:
@@ -691,7 +693,7 @@ class DiscordHandlers:
             return
         guild = interaction.guild
         current = self.store.get(guild.id)
-        if channel is None and push_time is None and timezone is None and enabled is None:
+        if channel is None and push_time is None and timezone is None and enabled is None and decks is None:
             await self.notice(interaction, self._server_status(current), error=False)
             return
         try:
@@ -703,6 +705,7 @@ class DiscordHandlers:
             zone = (
                 parse_timezone(timezone) if timezone else (current.timezone if current else "UTC")
             )
+            chosen = parse_decks(decks, self.engine.deck.names) if decks else (current.decks if current else None)
         except PreferenceError as error:
             await self.notice(interaction, str(error))
             return
@@ -737,6 +740,8 @@ class DiscordHandlers:
             configured_by=interaction.user.id,
             enabled=current.enabled if enabled is None and current else enabled is not False,
         )
+        self.store.set_decks(config, chosen)
+        config.decks = chosen
         await self.notice(interaction, self._server_status(config), error=False)
 
     def _server_status(self, config: DiscordGuild | None) -> str:
@@ -753,13 +758,13 @@ class DiscordHandlers:
             ]
         else:
             today = local_today(config, now)
-            card = self.engine.deck.get(trap_of_the_day(self.engine.deck, config.guild_id, today))
+            card = self.engine.deck.get(trap_of_the_day(self.engine.deck, config.guild_id, today, config.decks))
             posted = config.last_posted_on == today
             lines = [
                 f"**Trap of the day** goes to <#{config.channel_id}> every day at {when}.",
                 f"Today's trap: **{card.title}** ({'posted' if posted else 'not posted yet'}).",
                 "Everyone who presses Answer is graded privately and scheduled on their own.",
-            ]
+            ] + ([f"Decks: {', '.join(config.decks)}."] if config.decks else [])
         if config.last_error:
             lines.append(f"⚠️ The last post failed: {config.last_error}")
         return "\n\n".join(lines)

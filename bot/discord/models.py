@@ -26,6 +26,7 @@ class DiscordGuild(SQLModel, table=True):
     last_card_id: str | None = Field(default=None, max_length=16)
     last_message_id: str | None = Field(default=None, max_length=32)
     last_error: str | None = Field(default=None, max_length=200)
+    decks: list[str] | None = Field(default=None, sa_type=sa.JSON, nullable=True)  # the trap of the day's decks; None: all
     updated_at: datetime = Field(sa_type=sa.DateTime(timezone=True))
 
 

@@ -103,7 +103,7 @@ class DiscordTransport:
         config = self.store.get(guild_id)
         now = now or self.engine.clock.now()
         day = local_today(config, now) if config else now.date()
-        return trap_of_the_day(self.engine.deck, guild_id, day)
+        return trap_of_the_day(self.engine.deck, guild_id, day, config.decks if config else None)
 
     async def post_due_traps(self, now: datetime | None = None) -> list[tuple[str, PostOutcome]]:
         """Post every server's trap of the day that is owed by ``now``; each once a day."""
@@ -115,7 +115,7 @@ class DiscordTransport:
             if not self.store.claim(config, day):
                 continue  # another sweep took it
             outcome = await self.post_trap_of_the_day(
-                config, trap_of_the_day(self.engine.deck, config.guild_id, day), now=now
+                config, trap_of_the_day(self.engine.deck, config.guild_id, day, config.decks), now=now
             )
             if outcome is PostOutcome.FAILED:
                 self.store.release(

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from cards.deck import DECK_DIR, content_problems, parse_card
+from bot.lint import content_problems
+from cards.deck import DECK_DIR, parse_card
 from cards.schema import Card, PointInVariant, Variant
 from cards.wording import as_asked
 
