@@ -864,3 +864,24 @@ async def start_reminders(settings: Settings, engine: QuizEngine, transports: di
                       next_run_time=datetime.now(tz=None).astimezone())
     scheduler.start()
     return RunningReminders(scheduler, sweeper)
+
+
+def take_push_notice(db: sa.Engine, learner_id: int) -> Reply | None:
+    """What a learner whose pushes were stopped after failing is told the next time they write,
+    once: None when nothing is owed. Read and cleared in one transaction."""
+    from bot.replies import Reply, ReplyKind
+
+    with db.begin() as connection:
+        reason = connection.execute(sa.select(LEARNER.c.push_stopped).where(LEARNER.c.id == learner_id)).scalar()
+        if reason is None:
+            return None
+        cleared = connection.execute(
+            sa.update(LEARNER).where(LEARNER.c.id == learner_id, LEARNER.c.push_stopped == reason).values(push_stopped=None)
+        ).rowcount
+    if not cleared:  # told by a concurrent request
+        return None
+    return Reply(
+        f"I could not deliver your daily reminder on {STOP_AFTER_DAYS} days running ({reason}), so I paused "
+        "them. Send /settings resume to turn them back on.",
+        kind=ReplyKind.INFO,
+    )
