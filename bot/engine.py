@@ -46,6 +46,7 @@ from bot.prefs import (
     parse_timezone,
 )
 from bot.pushtime import PUSH_PLATFORMS, next_push_at, tomorrows_push_at
+from bot.reminders import with_push_notice
 from bot.replies import Button, PlotImage, Reply, ReplyKind
 from cards.deck import Deck
 from cards.schema import Card
@@ -216,7 +217,7 @@ class QuizEngine:
     async def next_trap(self, learner_id: int, *, extra_new: bool = False) -> list[Reply]:
         """The next trap: a waiting confirmation first, then due reviews, repeats, new traps."""
         async with self._locks[learner_id]:
-            return self._next_trap(learner_id, extra_new=extra_new)
+            return with_push_notice(self.db, learner_id, self._next_trap(learner_id, extra_new=extra_new))
 
     def _next_trap(self, learner_id: int, *, extra_new: bool, bind: sa.Connection | None = None) -> list[Reply]:
         # One session and one commit for the whole choice (the trap, the learner's open card,
@@ -626,7 +627,7 @@ class QuizEngine:
         except InvalidAction:
             return [Reply("That button is not one of mine anymore. Send /trap to go on.", kind=ReplyKind.ERROR)]
         try:
-            return await self._act(learner_id, action)
+            return with_push_notice(self.db, learner_id, await self._act(learner_id, action))
         except InvalidAction as error:
             return [Reply(f"That button no longer applies: {error}.", kind=ReplyKind.ERROR)]
 

@@ -868,20 +868,30 @@ async def start_reminders(settings: Settings, engine: QuizEngine, transports: di
 
 def take_push_notice(db: sa.Engine, learner_id: int) -> Reply | None:
     """What a learner whose pushes were stopped after failing is told the next time they write,
-    once: None when nothing is owed. Read and cleared in one transaction."""
+    once: None when nothing is owed (or they resumed meanwhile). Read and cleared in one transaction."""
     from bot.replies import Reply, ReplyKind
 
     with db.begin() as connection:
-        reason = connection.execute(sa.select(LEARNER.c.push_stopped).where(LEARNER.c.id == learner_id)).scalar()
-        if reason is None:
+        row = connection.execute(
+            sa.select(LEARNER.c.push_stopped, LEARNER.c.paused).where(LEARNER.c.id == learner_id)
+        ).first()
+        if row is None or row.push_stopped is None:
             return None
         cleared = connection.execute(
-            sa.update(LEARNER).where(LEARNER.c.id == learner_id, LEARNER.c.push_stopped == reason).values(push_stopped=None)
+            sa.update(LEARNER)
+            .where(LEARNER.c.id == learner_id, LEARNER.c.push_stopped == row.push_stopped)
+            .values(push_stopped=None)
         ).rowcount
-    if not cleared:  # told by a concurrent request
+    if not cleared or not row.paused:  # told by a concurrent request, or already resumed
         return None
     return Reply(
-        f"I could not deliver your daily reminder on {STOP_AFTER_DAYS} days running ({reason}), so I paused "
-        "them. Send /settings resume to turn them back on.",
+        f"I could not deliver your daily reminder on {STOP_AFTER_DAYS} days running ({row.push_stopped}), so I "
+        "paused them. Send /settings resume to turn them back on.",
         kind=ReplyKind.INFO,
     )
+
+
+def with_push_notice(db: sa.Engine, learner_id: int, replies: list[Reply]) -> list[Reply]:
+    """``replies`` after the notice ``take_push_notice`` owes this learner, if any."""
+    notice = take_push_notice(db, learner_id)
+    return replies if notice is None else [notice, *replies]

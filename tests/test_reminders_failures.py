@@ -84,9 +84,10 @@ async def test_a_push_that_always_fails_is_stopped_and_the_learner_told(db, smal
     assert len(failures) == MAX_ATTEMPTS * STOP_AFTER_DAYS  # one line a sweep for the one kind
     assert all(r.exc_info is None for r in caplog.records) and "Message is too long" in failures[0].getMessage()
     assert [row.status for row in push_rows(engine)] == [PushStatus.ABANDONED.value] * STOP_AFTER_DAYS
-    notice = take_push_notice(db, learner_id)
-    assert notice is not None and "paused" in notice.text and "/settings resume" in notice.text
+    notice, *_ = await engine.next_trap(learner_id)  # the next time they write
+    assert "paused" in notice.text and "/settings resume" in notice.text and "ValueError" in notice.text
     assert take_push_notice(db, learner_id) is None  # told once
+    assert "paused" not in (await engine.act(learner_id, Action(Verb.NEXT).encode()))[0].text
     await engine.update_settings(learner_id, "resume", "")
     assert engine.get_learner(learner_id).next_push_at is not None
 
