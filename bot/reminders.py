@@ -13,16 +13,23 @@ Design (README "Running many replicas" says what is guaranteed):
 - The page's push content (the trap each learner is asked, stored as their open trap) is
   chosen in one transaction, holding the learners' locks; a learner busy at that moment (an
   answer being graded, here or on another replica) is left out and asked alone at their turn.
-- Before sending, the sweep checks that the learner still holds its claim (a snooze or a
-  settings change in between wins); right after the platform accepts, it records the push,
-  conditional on the claim. Checks and records are coalesced (``Coalescer``): one that
-  finds nothing in flight runs at once, alone; those that arrive while one is in flight
-  run together in the next statement and commit, so a busy page costs a few round trips,
-  not a few per push, and no record waits for more than the one before it.
+- Right before each send, the sweep checks that the learner still holds its claim (a
+  snooze, a pause, a settings change or /forget in between wins); right after the platform
+  answers, it records the push, conditional on the claim (a send whose claim was lost still
+  records when the learner was pushed). Checks and records are coalesced (``Coalescer``):
+  one that finds nothing in flight runs at once, alone; those that arrive while one is in
+  flight run together in the next statement and commit, so a busy page costs a few round
+  trips, not a few per push, and no record waits for more than the one before it.
 - Sends are paced per platform by send slots reserved in the database (``PushPace``), so
   every replica together stays under the platform's rate; platforms never wait for each other.
 - The next push is computed from the local day that was claimed, never from when the send
-  finished, so a 23:59 send that completes after midnight does not lose the next day.
+  finished, so a 23:59 send that completes after midnight does not lose the next day. A
+  claim retried after its lease keeps the first claim's due moment (``push_due_at``), so it
+  counts for the day it was due; a snoozed push that comes due after midnight but before the
+  new day's own moment counts for the snoozed day.
+- A failing push is retried after the lease, ``MAX_ATTEMPTS`` a local day; a learner whose
+  every attempt failed on ``STOP_AFTER_DAYS`` days running is paused and told when they next
+  write (``take_push_notice``). docs/reminders.md has the whole design and the fault table.
 """
 
 from __future__ import annotations
@@ -73,6 +80,11 @@ PRUNE_BATCH = 5_000
 PAGE_SECONDS = 2.0
 #: Waits between attempts to record a push the platform accepted (about 40 s, under the lease).
 RECORD_RETRY_SECONDS = (0.5, 2.0, 8.0, 30.0)
+#: Whether a record's commit waits for PostgreSQL to flush it to disk. It does not: a record
+#: lost to a database crash only repeats its push after the lease (the claim holds the learner
+#: meanwhile), never loses one, and not waiting shortens the window in which a killed process
+#: repeats a push the platform accepted (docs/reminders.md has the figures).
+RECORD_WAITS_FOR_FLUSH = False
 #: Seconds before its send slot a push checks that it still holds its claim, at least.
 PREPARE_AHEAD = 0.25
 #: Checks wake on a grid of this many seconds, so the pushes of one cell (five at 25/s) are
@@ -118,6 +130,7 @@ _PG_RECORD_NEXT = sa.text("""
     WHERE learner.id = v.id AND learner.next_push_at = v.lease
     RETURNING learner.id
 """)
+_NO_FLUSH_WAIT = sa.text("SET LOCAL synchronous_commit = off")
 _PG_RECORD_BLOCKED = sa.text(
     "UPDATE learner SET active = false, next_push_at = NULL, push_due_at = NULL WHERE id = ANY(CAST(:ids AS bigint[]))"
 )
@@ -541,6 +554,8 @@ class ReminderSweeper:
             # FAILED: the learner keeps the lease and is claimed again when it runs out.
         bind = sa.bindparam
         with self.db.connect() as connection, connection.begin():  # learner rows first, on both databases
+            if self.postgres and not RECORD_WAITS_FOR_FLUSH:
+                connection.execute(_NO_FLUSH_WAIT)
             if self.postgres:
                 lost = self._record_learners_postgres(connection, sent, skipped + abandoned, blocked)
             else:
