@@ -57,8 +57,7 @@ def time_pick(db: sa.Engine, platform: str, now: datetime, limit: int, runs: int
     """Median ms of the sweep's due query (the claim's inner SELECT ... FOR UPDATE SKIP LOCKED)."""
     pick = (
         sa.select(LEARNER.c.id)
-        .where(LEARNER.c.platform == platform, LEARNER.c.next_push_at <= now,
-               LEARNER.c.active == sa.true(), LEARNER.c.paused == sa.false())
+        .where(LEARNER.c.platform == platform, LEARNER.c.next_push_at <= now)
         .order_by(LEARNER.c.next_push_at, LEARNER.c.id)
         .limit(limit)
     )
@@ -74,14 +73,23 @@ def time_pick(db: sa.Engine, platform: str, now: datetime, limit: int, runs: int
     return statistics.median(samples) * 1000
 
 
+#: The due benches' clock: a typical minute, and the moment 10,000 learners share an hour later.
+DUE_START = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
+DUE_MOMENT = DUE_START + timedelta(hours=1)
+
+
+def load_due_learners(url: str, learners: int, inactive: float) -> sa.Engine:
+    """``learners`` on both platforms, ``inactive`` blocked or paused, 10,000 due at DUE_MOMENT."""
+    load_learners(url, learners, DUE_START, inactive=inactive, moment=DUE_MOMENT, moment_count=10_000,
+                  platforms=("telegram", "discord"))
+    return make_engine(url)
+
+
 def bench_due(learners: int, inactive: float) -> None:
-    start = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
-    moment = start + timedelta(hours=1)
+    start, moment = DUE_START, DUE_MOMENT
     with pg_schema() as url:
         began = time.perf_counter()
-        load_learners(url, learners, start, inactive=inactive, moment=moment, moment_count=10_000,
-                      platforms=("telegram", "discord"))
-        db = make_engine(url)
+        db = load_due_learners(url, learners, inactive)
         with db.connect() as connection:
             counts = connection.execute(sa.text(
                 "SELECT count(*), count(next_push_at), count(*) FILTER (WHERE next_push_at = :m) FROM learner"), {"m": moment}).one()
@@ -190,13 +198,10 @@ def bench_due_mixed(learners: int, inactive: float, snoozed: float) -> None:
     and paused (no push moment), snoozed (a moment later today), and paused rows that kept a
     push moment in the past (a snooze by a paused learner, as versions before issue 42 wrote
     it): first with those stray rows in place, then after the upgrade's cleanup clears them."""
-    start = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
-    moment = start + timedelta(hours=1)
+    start, moment = DUE_START, DUE_MOMENT
     with pg_schema() as url:
         began = time.perf_counter()
-        load_learners(url, learners, start, inactive=inactive, moment=moment, moment_count=10_000,
-                      platforms=("telegram", "discord"))
-        db = make_engine(url)
+        db = load_due_learners(url, learners, inactive)
         with db.begin() as connection:
             connection.execute(sa.text("""
                 UPDATE learner SET next_push_at = :start + (1 + abs(hashint4(id + 11)) % 720) * interval '1 minute'
