@@ -105,3 +105,26 @@ async def test_failures_on_some_days_only_never_stop_the_pushes(db, small_deck) 
         await sweep_every(sweeper, clock, start, start + 7 * (CLAIM_LEASE + timedelta(minutes=1)), CLAIM_LEASE + timedelta(minutes=1))
     assert not engine.get_learner(learner_id).paused
     assert len(transport.users) == STOP_AFTER_DAYS
+
+
+def test_the_upgrade_clears_push_moments_left_on_learners_who_cannot_be_pushed(tmp_path) -> None:
+    from alembic import command
+
+    from bot.db import alembic_config, make_engine
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    make_engine(url).dispose()
+    command.upgrade(alembic_config(url), "i15_interview")  # the schema before issue 42
+    db = make_engine(url)
+    moment = datetime(2026, 3, 2, 9, 0)
+    with db.begin() as connection:
+        for user, paused, active in (("paused", True, True), ("blocked", False, False), ("live", False, True)):
+            connection.execute(sa.text(
+                "INSERT INTO learner (platform, platform_user_id, display_name, timezone, push_time, new_per_day, paused, "
+                "active, reminders, interview, next_push_at, created_at) VALUES ('telegram', :u, '', 'UTC', '09:00:00', 1, "
+                ":p, :a, 1, 0, :m, :m)"), {"u": user, "p": paused, "a": active, "m": moment})
+    command.upgrade(alembic_config(url), "head")
+    with db.connect() as connection:
+        moments = dict(connection.execute(sa.text("SELECT platform_user_id, next_push_at FROM learner")).all())
+    db.dispose()
+    assert moments["paused"] is None and moments["blocked"] is None and moments["live"] is not None
