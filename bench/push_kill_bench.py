@@ -58,6 +58,12 @@ def worker(url: str, out: str, at: str, send_ms: float, accept_at: float) -> Non
             return PushOutcome.SENT
 
     class NotingSweeper(ReminderSweeper):
+        def still_claimed(self, claims) -> list[bool]:
+            held = super().still_claimed(claims)
+            stamp = time.time()  # a /forget committed after this read is not seen by this push
+            os.write(fd, "".join(f"check {c.learner.id} {stamp:.6f}\n" for c in claims).encode())
+            return held
+
         def record_many(self, outcomes) -> None:
             super().record_many(outcomes)
             stamp = time.time()
@@ -75,21 +81,15 @@ def main() -> None:
     parser.add_argument("--learners", type=int, default=150)
     parser.add_argument("--send-ms", type=float, default=30.0)
     parser.add_argument("--accept-at", type=float, default=0.5, help="share of the send before the platform accepts")
-    parser.add_argument("--flush-wait", action="store_true", help="records wait for the WAL flush (as before issue 42)")
     parser.add_argument("--worker", nargs=5)
     args = parser.parse_args()
     if args.worker:
-        if os.environ.get("PUSH_KILL_FLUSH_WAIT"):
-            import bot.reminders
-
-            bot.reminders.RECORD_WAITS_FOR_FLUSH = True
         worker(args.worker[0], args.worker[1], args.worker[2], float(args.worker[3]), float(args.worker[4]))
         return
     rng = random.Random(0)
-    if args.flush_wait:
-        os.environ["PUSH_KILL_FLUSH_WAIT"] = "1"
     doubled_trials = missed_total = doubled_total = 0
     windows: list[float] = []
+    forget_windows: list[float] = []  # last check read -> platform accepted: a /forget in between is not seen
     with tempfile.TemporaryDirectory() as tmp:
         for trial in range(args.trials):
             out = Path(tmp) / f"pushed-{trial}.txt"
@@ -108,9 +108,14 @@ def main() -> None:
             lines = [line.split() for line in out.read_text().splitlines()]
             counts = Counter(who for kind, who, _ in lines if kind == "accept")
             accepted_at: dict[str, float] = {}
+            checked_at: dict[str, float] = {}
             for kind, who, stamp in lines:
-                if kind == "accept":
+                if kind == "check":
+                    checked_at[who] = float(stamp)
+                elif kind == "accept":
                     accepted_at[who] = float(stamp)
+                    if who in checked_at:
+                        forget_windows.append(float(stamp) - checked_at.pop(who))
                 elif who in accepted_at:
                     windows.append(float(stamp) - accepted_at.pop(who))
             missed = args.learners - len(counts)
@@ -120,7 +125,7 @@ def main() -> None:
             doubled_trials += doubled > 0
             print(f"trial {trial + 1}: killed after {killed_after} pushes; missed {missed}, pushed twice {doubled}", flush=True)
     print(f"{args.trials} kills at random moments, {args.send_ms:g} ms sends at 25/s accepted {args.accept_at:.0%} of the way "
-          f"through, records {'waiting' if args.flush_wait else 'not waiting'} for the WAL flush: trials with a learner pushed twice {doubled_trials}, learners pushed twice {doubled_total}, "
+          f"through: trials with a learner pushed twice {doubled_trials}, learners pushed twice {doubled_total}, "
           f"learners missed {missed_total}", flush=True)
     windows.sort()
     if windows:
@@ -128,6 +133,12 @@ def main() -> None:
         print(f"duplicate window (platform accepted -> record committed), {len(windows):,} pushes: median {pick(0.5):.1f} ms, "
               f"p90 {pick(0.9):.1f} ms, p99 {pick(0.99):.1f} ms, max {windows[-1] * 1000:.1f} ms; at 25/s that is "
               f"{pick(0.5) * 25 / 1000:.0%} of the time between two sends", flush=True)
+    forget_windows.sort()
+    if forget_windows:
+        at = lambda q: forget_windows[min(len(forget_windows) - 1, int(q * len(forget_windows)))] * 1000
+        print(f"from the last check of the claim to the platform accepting (a /forget in between still gets the push), "
+              f"{len(forget_windows):,} pushes: median {at(0.5):.1f} ms, p90 {at(0.9):.1f} ms, p99 {at(0.99):.1f} ms, "
+              f"max {forget_windows[-1] * 1000:.1f} ms", flush=True)
 
 
 if __name__ == "__main__":

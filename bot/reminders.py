@@ -80,11 +80,6 @@ PRUNE_BATCH = 5_000
 PAGE_SECONDS = 2.0
 #: Waits between attempts to record a push the platform accepted (about 40 s, under the lease).
 RECORD_RETRY_SECONDS = (0.5, 2.0, 8.0, 30.0)
-#: Whether a record's commit waits for PostgreSQL to flush it to disk. It does not: a record
-#: lost to a database crash only repeats its push after the lease (the claim holds the learner
-#: meanwhile), never loses one, and not waiting shortens the window in which a killed process
-#: repeats a push the platform accepted (docs/reminders.md has the figures).
-RECORD_WAITS_FOR_FLUSH = False
 #: Seconds before its send slot a push checks that it still holds its claim, at least.
 PREPARE_AHEAD = 0.25
 #: Checks wake on a grid of this many seconds, so the pushes of one cell (five at 25/s) are
@@ -130,7 +125,6 @@ _PG_RECORD_NEXT = sa.text("""
     WHERE learner.id = v.id AND learner.next_push_at = v.lease
     RETURNING learner.id
 """)
-_NO_FLUSH_WAIT = sa.text("SET LOCAL synchronous_commit = off")
 _PG_RECORD_BLOCKED = sa.text(
     "UPDATE learner SET active = false, next_push_at = NULL, push_due_at = NULL WHERE id = ANY(CAST(:ids AS bigint[]))"
 )
@@ -554,8 +548,6 @@ class ReminderSweeper:
             # FAILED: the learner keeps the lease and is claimed again when it runs out.
         bind = sa.bindparam
         with self.db.connect() as connection, connection.begin():  # learner rows first, on both databases
-            if self.postgres and not RECORD_WAITS_FOR_FLUSH:
-                connection.execute(_NO_FLUSH_WAIT)
             if self.postgres:
                 lost = self._record_learners_postgres(connection, sent, skipped + abandoned, blocked)
             else:
