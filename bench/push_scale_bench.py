@@ -6,6 +6,7 @@ the process's memory per simulated day.
 Run:
   .venv/bin/python bench/push_scale_bench.py due  [--learners 1000000] [--inactive 0.3]
   .venv/bin/python bench/push_scale_bench.py due-sqlite  [--learners 1000000] [--inactive 0.3]
+  .venv/bin/python bench/push_scale_bench.py due-mixed  [--learners 1000000] [--inactive 0.3] [--snoozed 0.05]
   .venv/bin/python bench/push_scale_bench.py days [--learners 20000] [--days 4] [--inactive 0.3] [--procs 1] [--page 500]
 
 Uses BENCH_DATABASE_URL (default postgresql://postgres@127.0.0.1:5432/bench_replicas), in a
@@ -56,8 +57,7 @@ def time_pick(db: sa.Engine, platform: str, now: datetime, limit: int, runs: int
     """Median ms of the sweep's due query (the claim's inner SELECT ... FOR UPDATE SKIP LOCKED)."""
     pick = (
         sa.select(LEARNER.c.id)
-        .where(LEARNER.c.platform == platform, LEARNER.c.next_push_at <= now,
-               LEARNER.c.active == sa.true(), LEARNER.c.paused == sa.false())
+        .where(LEARNER.c.platform == platform, LEARNER.c.next_push_at <= now)
         .order_by(LEARNER.c.next_push_at, LEARNER.c.id)
         .limit(limit)
     )
@@ -73,14 +73,23 @@ def time_pick(db: sa.Engine, platform: str, now: datetime, limit: int, runs: int
     return statistics.median(samples) * 1000
 
 
+#: The due benches' clock: a typical minute, and the moment 10,000 learners share an hour later.
+DUE_START = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
+DUE_MOMENT = DUE_START + timedelta(hours=1)
+
+
+def load_due_learners(url: str, learners: int, inactive: float) -> sa.Engine:
+    """``learners`` on both platforms, ``inactive`` blocked or paused, 10,000 due at DUE_MOMENT."""
+    load_learners(url, learners, DUE_START, inactive=inactive, moment=DUE_MOMENT, moment_count=10_000,
+                  platforms=("telegram", "discord"))
+    return make_engine(url)
+
+
 def bench_due(learners: int, inactive: float) -> None:
-    start = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
-    moment = start + timedelta(hours=1)
+    start, moment = DUE_START, DUE_MOMENT
     with pg_schema() as url:
         began = time.perf_counter()
-        load_learners(url, learners, start, inactive=inactive, moment=moment, moment_count=10_000,
-                      platforms=("telegram", "discord"))
-        db = make_engine(url)
+        db = load_due_learners(url, learners, inactive)
         with db.connect() as connection:
             counts = connection.execute(sa.text(
                 "SELECT count(*), count(next_push_at), count(*) FILTER (WHERE next_push_at = :m) FROM learner"), {"m": moment}).one()
@@ -148,6 +157,95 @@ def bench_due_sqlite(learners: int, inactive: float) -> None:
             busy = time_pick(db, platform, moment, page, lock=False)
             say(f"SQLite due query, {platform}, page of {page}: idle minute (nobody due) {idle:.2f} ms, "
                 f"a typical minute {usual:.2f} ms, 10,000-learner moment {busy:.2f} ms (median of 15)")
+        db.dispose()
+
+
+#: The sweep's due query as PostgreSQL receives it (``ReminderSweeper.claim_page``'s inner SELECT).
+DUE_SQL = ("SELECT id FROM learner WHERE platform = :p AND next_push_at <= :now "
+           "ORDER BY next_push_at, id LIMIT :n FOR UPDATE SKIP LOCKED")
+#: The same before issue 42: it skipped paused and blocked rows in the query instead of clearing them.
+FILTERED_DUE_SQL = ("SELECT id FROM learner WHERE platform = :p AND next_push_at <= :now AND active AND NOT paused "
+                    "ORDER BY next_push_at, id LIMIT :n FOR UPDATE SKIP LOCKED")
+
+
+def explain_due(db: sa.Engine, sql: str, params: dict, runs: int = 15) -> tuple[float, float, str]:
+    """Median execution time by EXPLAIN ANALYZE (server side, ms), median round trip of the
+    query itself (ms), and the plan's nodes, for ``sql``."""
+    import json
+
+    server, trips, plan = [], [], ""
+    with db.connect() as connection:
+        for _ in range(runs):
+            started = time.perf_counter()
+            connection.execute(sa.text(sql), params).all()
+            trips.append(time.perf_counter() - started)
+            connection.rollback()
+            [result] = connection.execute(sa.text("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql), params).scalar()
+            connection.rollback()
+            result = result if isinstance(result, dict) else json.loads(result)
+            server.append(result["Execution Time"])
+            nodes, node = [], result["Plan"]
+            while node:
+                name = node["Node Type"] + (f" on {node['Index Name']}" if "Index Name" in node else "")
+                nodes.append(f"{name} (rows {node.get('Actual Rows')}, buffers {node.get('Shared Hit Blocks', 0)})")
+                node = (node.get("Plans") or [None])[0]
+            plan = " > ".join(nodes)
+    return statistics.median(server), statistics.median(trips) * 1000, plan
+
+
+def bench_due_mixed(learners: int, inactive: float, snoozed: float) -> None:
+    """The due query at ``learners`` with every kind of row that is not due mixed in: blocked
+    and paused (no push moment), snoozed (a moment later today), and paused rows that kept a
+    push moment in the past (a snooze by a paused learner, as versions before issue 42 wrote
+    it): first with those stray rows in place, then after the upgrade's cleanup clears them."""
+    start, moment = DUE_START, DUE_MOMENT
+    with pg_schema() as url:
+        began = time.perf_counter()
+        db = load_due_learners(url, learners, inactive)
+        with db.begin() as connection:
+            connection.execute(sa.text("""
+                UPDATE learner SET next_push_at = :start + (1 + abs(hashint4(id + 11)) % 720) * interval '1 minute'
+                WHERE active AND NOT paused AND abs(hashint4(id + 5)) % 10000 < :share
+            """), {"start": start, "share": int(snoozed * 10000)})
+            connection.execute(sa.text("""
+                UPDATE learner SET next_push_at = :start - (1 + abs(hashint4(id + 13)) % 1440) * interval '1 minute'
+                WHERE paused
+            """), {"start": start})
+        with db.connect() as connection:
+            connection.execution_options(isolation_level="AUTOCOMMIT").execute(sa.text("VACUUM ANALYZE learner"))
+            counts = connection.execute(sa.text("""
+                SELECT count(*), count(*) FILTER (WHERE NOT active), count(*) FILTER (WHERE paused),
+                       count(*) FILTER (WHERE active AND NOT paused AND next_push_at > :start + interval '1 minute'
+                                        AND next_push_at <> :m),
+                       count(*) FILTER (WHERE next_push_at = :m)
+                FROM learner"""), {"start": start, "m": moment}).one()
+        say(f"loaded {counts[0]:,} learners in {time.perf_counter() - began:.0f} s: {counts[1]:,} blocked (no push moment), "
+            f"{counts[2]:,} paused with a push moment in the past (stray), {counts[4]:,} due together at one moment, "
+            f"the other active ones (snoozed ones included) due later")
+        old_idle = {"p": "telegram", "now": start - timedelta(seconds=1), "n": 50}
+        ms, trip, plan = explain_due(db, FILTERED_DUE_SQL, old_idle)
+        say(f"before issue 42 (paused rows skipped by the query), idle minute, with the stray rows: {ms:.2f} ms "
+            f"(EXPLAIN ANALYZE median of 15; round trip {trip:.2f} ms); plan: {plan}")
+        ms, trip, plan = explain_due(db, DUE_SQL, old_idle, runs=3)
+        say(f"now, the same minute with the stray rows: the query returns a page of them ({ms:.2f} ms) and the claim clears it; plan: {plan}")
+        began = time.perf_counter()
+        with db.begin() as connection:  # what migration r42_push_failures runs on upgrade
+            cleared = connection.execute(sa.text(
+                "UPDATE learner SET next_push_at = NULL, push_due_at = NULL "
+                "WHERE next_push_at IS NOT NULL AND (NOT active OR paused OR platform NOT IN ('telegram', 'discord'))"
+            )).rowcount
+        with db.connect() as connection:
+            connection.execution_options(isolation_level="AUTOCOMMIT").execute(sa.text("VACUUM ANALYZE learner"))
+        say(f"the upgrade's cleanup cleared {cleared:,} stray push moments in {time.perf_counter() - began:.1f} s (with VACUUM)")
+        with db.connect() as connection:
+            typical = connection.execute(sa.text("SELECT count(*) FROM learner WHERE next_push_at <= :now"), {"now": start}).scalar()
+        for platform, page in (("telegram", 50), ("discord", 10), ("telegram", 500)):
+            cases = (("idle minute (nobody due)", start - timedelta(seconds=1)), (f"typical minute ({typical:,} due)", start),
+                     ("10,000-learner moment", moment))
+            for label, now in cases:
+                ms, trip, plan = explain_due(db, DUE_SQL, {"p": platform, "now": now, "n": page})
+                say(f"due query, {platform}, page of {page}, {label}: {ms:.3f} ms server (EXPLAIN ANALYZE median of 15), "
+                    f"{trip:.2f} ms round trip; plan: {plan}")
         db.dispose()
 
 
@@ -347,7 +445,8 @@ def bench_days(learners: int, days: int, inactive: float, procs: int, page: int)
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["due", "due-sqlite", "days"])
+    parser.add_argument("what", choices=["due", "due-sqlite", "due-mixed", "days"])
+    parser.add_argument("--snoozed", type=float, default=0.05, help="share of active learners snoozed (due-mixed)")
     parser.add_argument("--learners", type=int)
     parser.add_argument("--days", type=int, default=4)
     parser.add_argument("--inactive", type=float, default=0.3)
@@ -356,6 +455,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.what == "due":
         bench_due(args.learners or 1_000_000, args.inactive)
+    elif args.what == "due-mixed":
+        bench_due_mixed(args.learners or 1_000_000, args.inactive, args.snoozed)
     elif args.what == "due-sqlite":
         bench_due_sqlite(args.learners or 1_000_000, args.inactive)
     else:

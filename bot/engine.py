@@ -33,6 +33,7 @@ from bot.locks import LearnerLocks
 from bot.models import CardState, Learner, Review, ReviewStatus, fit_grader_name
 from bot.ops import GRADING
 from bot.recovery import RecoveryRoom
+from bot.reminders import with_push_notice
 from bot.replies import Button, PlotImage, Reply, ReplyKind
 from bot.settings_flow import SettingsRoom
 from bot.snooze import SnoozeRoom
@@ -93,7 +94,8 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
         """The next trap: a waiting confirmation first, then due reviews, repeats, new traps."""
         async with self._locks[learner_id]:
             self.get_learner(learner_id)  # a setting an older version stored badly is repaired first
-            return self.with_notices(learner_id, self._next_trap(learner_id, extra_new=extra_new, repeat_now=repeat_now))
+            replies = self._next_trap(learner_id, extra_new=extra_new, repeat_now=repeat_now)
+            return with_push_notice(self.db, learner_id, self.with_notices(learner_id, replies))
 
     def _next_trap(
         self, learner_id: int, *, extra_new: bool, repeat_now: bool = False, bind: sa.Connection | None = None
@@ -506,7 +508,8 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
         except InvalidAction:
             return [Reply("That button is not one of mine anymore. Send /trap to go on.", kind=ReplyKind.ERROR)]
         try:
-            return self.with_notices(learner_id, await self._act(learner_id, action))
+            replies = await self._act(learner_id, action)
+            return with_push_notice(self.db, learner_id, self.with_notices(learner_id, replies))
         except InvalidAction as error:
             return [Reply(f"That button no longer applies: {error}.", kind=ReplyKind.ERROR)]
 

@@ -71,6 +71,9 @@ class Learner(SQLModel, table=True):
     next_push_at: datetime | None = _utc_datetime(default=None, nullable=True)
     push_due_at: datetime | None = _utc_datetime(default=None, nullable=True)
     last_pushed_at: datetime | None = _utc_datetime(default=None, nullable=True)
+    # Why daily pushes were stopped after failing on several days running (the platform kept
+    # refusing the message); told to the learner the next time they write, then cleared.
+    push_stopped: str | None = Field(default=None, max_length=64)
     current_card_id: str | None = Field(default=None, max_length=16)
     current_asked_at: datetime | None = _utc_datetime(default=None, nullable=True)
     # Interview mode: a missed core point brings the interviewer's follow-up straight away.
@@ -78,6 +81,26 @@ class Learner(SQLModel, table=True):
     # The decks this learner studies, by name ("builtin", a TRAPBOT_DECKS folder's name); None: all.
     decks: list[str] | None = Field(default=None, sa_type=sa.JSON, nullable=True)
     created_at: datetime = _utc_datetime()
+
+
+def _keep_push_moment_consistent(_mapper: object, _connection: object, learner: Learner) -> None:
+    """Every ORM write of a learner keeps two rules of the push schedule, whoever wrote it:
+    a learner who cannot be pushed (paused, blocked, no push platform) has no push moment,
+    so no snooze or "skip today" gives one back; and a push moment set anew (a snooze, a
+    settings change) drops the due moment a sweep's claim kept, so the claim's day is not
+    carried over to the new moment."""
+    from bot.pushtime import PUSH_PLATFORMS
+
+    if learner.paused or not learner.active or learner.platform not in PUSH_PLATFORMS:
+        learner.next_push_at = None
+        learner.push_due_at = None
+        return
+    if sa.inspect(learner).attrs.next_push_at.history.has_changes():
+        learner.push_due_at = None
+
+
+sa.event.listen(Learner, "before_insert", _keep_push_moment_consistent)
+sa.event.listen(Learner, "before_update", _keep_push_moment_consistent)
 
 
 class CardState(SQLModel, table=True):

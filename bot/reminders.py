@@ -13,16 +13,23 @@ Design (README "Running many replicas" says what is guaranteed):
 - The page's push content (the trap each learner is asked, stored as their open trap) is
   chosen in one transaction, holding the learners' locks; a learner busy at that moment (an
   answer being graded, here or on another replica) is left out and asked alone at their turn.
-- Before sending, the sweep checks that the learner still holds its claim (a snooze or a
-  settings change in between wins); right after the platform accepts, it records the push,
-  conditional on the claim. Checks and records are coalesced (``Coalescer``): one that
-  finds nothing in flight runs at once, alone; those that arrive while one is in flight
-  run together in the next statement and commit, so a busy page costs a few round trips,
-  not a few per push, and no record waits for more than the one before it.
+- Right before each send, the sweep checks that the learner still holds its claim (a
+  snooze, a pause, a settings change or /forget in between wins); right after the platform
+  answers, it records the push, conditional on the claim (a send whose claim was lost still
+  records when the learner was pushed). Checks and records are coalesced (``Coalescer``):
+  one that finds nothing in flight runs at once, alone; those that arrive while one is in
+  flight run together in the next statement and commit, so a busy page costs a few round
+  trips, not a few per push, and no record waits for more than the one before it.
 - Sends are paced per platform by send slots reserved in the database (``PushPace``), so
   every replica together stays under the platform's rate; platforms never wait for each other.
 - The next push is computed from the local day that was claimed, never from when the send
-  finished, so a 23:59 send that completes after midnight does not lose the next day.
+  finished, so a 23:59 send that completes after midnight does not lose the next day. A
+  claim retried after its lease keeps the first claim's due moment (``push_due_at``), so it
+  counts for the day it was due; a snoozed push that comes due after midnight but before the
+  new day's own moment counts for the snoozed day.
+- A failing push is retried after the lease, ``MAX_ATTEMPTS`` a local day; a learner whose
+  every attempt failed on ``STOP_AFTER_DAYS`` days running is paused and told when they next
+  write (``take_push_notice``). docs/reminders.md has the whole design and the fault table.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import logging
 import math
 import time as _time
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
@@ -55,7 +62,11 @@ log = logging.getLogger(__name__)
 
 #: A claim older than this is presumed dead (its process crashed) and is taken over.
 CLAIM_LEASE = timedelta(minutes=5)
+#: Attempts at one learner's push on one local day; the last failed one gives the day up.
 MAX_ATTEMPTS = 5
+#: Pushes given up on this many local days running (every attempt failed: the message
+#: refused, the network down, the adapter raising) stop the learner's pushes until they resume.
+STOP_AFTER_DAYS = 3
 #: Sustained sends per second per platform, for all replicas together.
 PLATFORM_RATE = {"telegram": 25.0, "discord": 5.0}
 #: A push sent this long after its moment still counts for the moment's local day (a 23:59
@@ -91,7 +102,7 @@ _PG_CLAIM_DAYS = sa.text("""
     SET status = :claimed, claimed_at = EXCLUDED.claimed_at, attempts = pushlog.attempts + 1
     WHERE pushlog.attempts < :max_attempts
       AND (pushlog.status IN (:snoozed, :failed) OR (pushlog.status = :claimed AND pushlog.claimed_at < :stale))
-    RETURNING learner_id
+    RETURNING learner_id, attempts
 """)
 _PG_NEXT_DAY = sa.text("""
     UPDATE learner SET next_push_at = v.next_push_at, push_due_at = NULL
@@ -112,6 +123,7 @@ _PG_RECORD_NEXT = sa.text("""
     FROM unnest(CAST(:ids AS bigint[]), CAST(:leases AS timestamptz[]), CAST(:nexts AS timestamptz[]),
                 CAST(:pushed_ats AS timestamptz[])) AS v(id, lease, next_push_at, pushed_at)
     WHERE learner.id = v.id AND learner.next_push_at = v.lease
+    RETURNING learner.id
 """)
 _PG_RECORD_BLOCKED = sa.text(
     "UPDATE learner SET active = false, next_push_at = NULL, push_due_at = NULL WHERE id = ANY(CAST(:ids AS bigint[]))"
@@ -238,11 +250,13 @@ class Claim:
     due_at: datetime
     claimed_at: datetime
     lease: datetime
+    attempt: int = 1  # of this local day's push, counting this one
 
 
 @dataclass
 class Page:
     rows: int = 0  # learner rows this claim took
+    cleared: int = 0  # of them, rows that cannot be pushed but had a push moment: cleared
     claims: list[Claim] = field(default_factory=list)  # learner-days to push
     idle: int = 0  # nothing due and no new trap: moved to their next day
     settled: int = 0  # the day was already pushed, skipped or given up
@@ -260,7 +274,22 @@ class SweepReport:
     contended: int = 0
     errors: int = 0
     pruned: int = 0
+    cleared: int = 0  # rows that cannot be pushed but had a push moment: cleared
     lag_seconds: list[float] = field(default_factory=list)
+    #: Failed pushes by kind: how many, and the first (learner id, error) of each.
+    failures: dict[str, list] = field(default_factory=dict)
+
+    def note_failure(self, kind: str, learner_id: int, error: BaseException | None) -> None:
+        seen = self.failures.setdefault(kind, [0, learner_id, error])
+        seen[0] += 1
+
+    def log_failures(self) -> None:
+        """One line per kind of failure this sweep, without a traceback (the adapter's own
+        traceback is at DEBUG): a platform outage is a few lines, not one per learner."""
+        for kind, (count, learner_id, error) in self.failures.items():
+            detail = f": {error}" if error is not None and str(error) else ""
+            log.warning("%s push(es) failed this sweep: %s (first: learner %s%s); each is retried after "
+                        "the claim's lease, %s attempts a day", count, kind, learner_id, detail, MAX_ATTEMPTS)
 
 
 def claimed_day(due_at: datetime, now: datetime, timezone: str) -> date:
@@ -268,6 +297,18 @@ def claimed_day(due_at: datetime, now: datetime, timezone: str) -> date:
     if now - due_at <= DAY_GRACE:
         return local_date(due_at, timezone)
     return local_date(now, timezone)
+
+
+def counted_at(claim: Claim, at: datetime) -> datetime:
+    """The push time recorded for a send at ``at`` that counts for ``claim.day``: ``at`` when
+    it ended on that local day, else the last moment of that day (a 23:59 send finishing after
+    midnight, a snoozed push after midnight), so a settings change the next day still finds
+    that day's push owed."""
+    if local_date(at, claim.learner.timezone) == claim.day:
+        return at
+    if local_date(claim.due_at, claim.learner.timezone) == claim.day:
+        return claim.due_at
+    return local_push_moment(claim.day + timedelta(days=1), time(0, 0), claim.learner.timezone) - timedelta(microseconds=1)
 
 
 def following_push(learner: Learner, day: date) -> datetime:
@@ -311,40 +352,48 @@ class ReminderSweeper:
     def claim_page(self, platform: str, now: datetime, limit: int) -> Page:
         """Claim up to ``limit`` due learners of ``platform`` and their local days, in one transaction."""
         lease = now + CLAIM_LEASE
+        # The due query is the index range alone (platform, next_push_at <= now): a row that
+        # cannot be pushed but kept a push moment (written by an older version) is picked
+        # like any other and loses its moment in the claim, so such rows never pile up in
+        # the range every idle minute has to read past.
         pick = (
             sa.select(LEARNER.c.id)
-            .where(
-                LEARNER.c.platform == platform,
-                LEARNER.c.next_push_at <= now,
-                LEARNER.c.active == sa.true(),
-                LEARNER.c.paused == sa.false(),
-            )
+            .where(LEARNER.c.platform == platform, LEARNER.c.next_push_at <= now)
             .order_by(LEARNER.c.next_push_at, LEARNER.c.id)
             .limit(limit)
         )
         if self.postgres:
             pick = pick.with_for_update(skip_locked=True)
+        pushable = sa.and_(LEARNER.c.active == sa.true(), LEARNER.c.paused == sa.false())
         claim = (
             sa.update(LEARNER)
             # The outer condition re-checks the row under the claim: a row changed since the
             # pick (snoozed, paused) is not claimed.
             .where(LEARNER.c.id.in_(pick), LEARNER.c.next_push_at <= now)
-            .values(push_due_at=LEARNER.c.next_push_at, next_push_at=lease)
+            .values(
+                # A retried claim (the last one failed, or its process died) keeps the moment
+                # the first claim took over, so it counts for the local day it was due for.
+                push_due_at=sa.case((pushable, sa.func.coalesce(LEARNER.c.push_due_at, LEARNER.c.next_push_at)), else_=None),
+                next_push_at=sa.case((pushable, sa.bindparam("lease", lease, type_=LEARNER.c.next_push_at.type)), else_=None),
+            )
             .returning(*LEARNER.c)
         )
         page = Page()
         with self.db.connect() as connection, connection.begin():
             # Plain rows with the learner's attributes: ORM instances cost 0.5 ms each here.
-            learners: list[Learner] = [SimpleNamespace(**row._mapping) for row in connection.execute(claim)]  # type: ignore[misc]
-            page.rows = len(learners)
+            rows: list[Learner] = [SimpleNamespace(**row._mapping) for row in connection.execute(claim)]  # type: ignore[misc]
+            page.rows = len(rows)
+            learners = [row for row in rows if row.active and not row.paused]
+            page.cleared = page.rows - len(learners)
             if not learners:
                 return page
             days = {learner.id: claimed_day(learner.push_due_at, now, learner.timezone) for learner in learners}  # type: ignore[arg-type]
+            self._snoozed_days(connection, learners, days, now)
             ready = self._has_something_to_ask(connection, learners, days)
             later = [learner for learner in learners if learner.id not in ready]
             page.idle = len(later)
             wanted = [learner for learner in learners if learner.id in ready]
-            taken = self._claim_days(connection, wanted, days, now) if wanted else set()
+            taken = self._claim_days(connection, wanted, days, now) if wanted else {}
             if len(taken) < len(wanted):
                 settled, live = self._unclaimed_days(connection, [x for x in wanted if x.id not in taken], days)
                 later += settled
@@ -361,11 +410,30 @@ class ReminderSweeper:
                     [{"b_id": x.id, "b_lease": lease, "b_next": following_push(x, days[x.id])} for x in later],
                 )
         page.claims = [
-            Claim(learner, days[learner.id], learner.push_due_at, now, lease)  # type: ignore[arg-type, index]
+            Claim(learner, days[learner.id], learner.push_due_at, now, lease, taken[learner.id])  # type: ignore[arg-type, index]
             for learner in wanted
             if learner.id in taken
         ]
         return page
+
+    def _snoozed_days(self, connection: Connection, learners: list[Learner], days: dict, now: datetime) -> None:
+        """A snoozed push that comes due after local midnight, before that day's own push
+        moment (a 12-hour snooze at 13:00), is still the snoozed day's push: it takes over the
+        snoozed day in ``days``, so the new day's regular push follows at its time."""
+        early = [x for x in learners if now < local_push_moment(days[x.id], x.push_time, x.timezone)]
+        if not early:
+            return
+        snoozed = set(
+            connection.execute(
+                sa.select(PUSH_LOG.c.learner_id, PUSH_LOG.c.local_date).where(
+                    PUSH_LOG.c.learner_id.in_([x.id for x in early]), PUSH_LOG.c.status == PushStatus.SNOOZED.value
+                )
+            ).all()
+        )
+        for learner in early:
+            day_before = days[learner.id] - timedelta(days=1)
+            if (learner.id, day_before) in snoozed:
+                days[learner.id] = day_before
 
     def _has_something_to_ask(self, connection: Connection, learners: list[Learner], days: dict) -> set[int]:
         """Learners with a due review or a new trap available on their claimed day."""
@@ -386,15 +454,15 @@ class ReminderSweeper:
                 ready.add(learner.id)  # type: ignore[arg-type]
         return ready
 
-    def _claim_days(self, connection: Connection, learners: list[Learner], days: dict, now: datetime) -> set[int]:
-        """Insert or take over the push-log rows of these learner-days; the ids taken."""
+    def _claim_days(self, connection: Connection, learners: list[Learner], days: dict, now: datetime) -> dict[int, int]:
+        """Insert or take over the push-log rows of these learner-days: {id taken: its attempt}."""
         if self.postgres:
             ordered = sorted(learners, key=lambda x: x.id)
-            return set(connection.execute(_PG_CLAIM_DAYS, {
+            return dict(connection.execute(_PG_CLAIM_DAYS, {
                 "ids": [x.id for x in ordered], "days": [days[x.id] for x in ordered], "now": now,
                 "stale": now - CLAIM_LEASE, "max_attempts": MAX_ATTEMPTS, "claimed": PushStatus.CLAIMED.value,
                 "snoozed": PushStatus.SNOOZED.value, "failed": PushStatus.FAILED.value,
-            }).scalars())
+            }).all())
         insert = _insert(self.db, PUSH_LOG)
         insert = insert.on_conflict_do_update(
             index_elements=[PUSH_LOG.c.learner_id, PUSH_LOG.c.local_date],
@@ -413,7 +481,7 @@ class ReminderSweeper:
             {"learner_id": x.id, "local_date": days[x.id], "status": PushStatus.CLAIMED.value, "claimed_at": now, "attempts": 1}
             for x in learners
         ]
-        return set(connection.execute(insert.returning(PUSH_LOG.c.learner_id), rows).scalars())
+        return dict(connection.execute(insert.returning(PUSH_LOG.c.learner_id, PUSH_LOG.c.attempts), rows).all())
 
     def _unclaimed_days(self, connection: Connection, learners: list[Learner], days: dict) -> tuple[list[Learner], int]:
         """Of learner-days whose push-log row could not be claimed: the settled ones, and how
@@ -451,44 +519,50 @@ class ReminderSweeper:
         self.record_many(outcomes)
         return [None] * len(outcomes)
 
-    def record_many(self, outcomes: list[tuple[Claim, PushStatus, datetime]]) -> None:
+    def record_many(self, outcomes: list[tuple]) -> None:
         """Write the outcomes of claimed pushes in one transaction, each only where its claim
-        still holds: one multi-row statement per kind of write (psycopg pipelines them)."""
-        logs, sent, skipped, blocked = [], [], [], []
-        for claim, status, at in sorted(outcomes, key=lambda outcome: outcome[0].learner.id):  # one lock order
+        still holds: one multi-row statement per kind of write (psycopg pipelines them).
+
+        An outcome is ``(claim, status, at)`` or ``(claim, status, at, failure kind)``. A
+        send the platform accepted after the learner's row changed (a timezone change during
+        the send) still records when they were pushed, so the new zone's same local day gets
+        no second push. The last failed attempt of a day gives the day up; a learner whose
+        pushes were given up on ``STOP_AFTER_DAYS`` days running has their pushes stopped."""
+        logs, sent, skipped, blocked, abandoned = [], [], [], [], []
+        for claim, status, at, *rest in sorted(outcomes, key=lambda outcome: outcome[0].learner.id):  # one lock order
             learner = claim.learner
+            if status is PushStatus.FAILED and claim.attempt >= MAX_ATTEMPTS:
+                status = PushStatus.ABANDONED
             logs.append({"b_id": learner.id, "b_day": claim.day, "b_claimed": claim.claimed_at,
                          "b_status": status.value, "b_sent": at if status is PushStatus.SENT else None})
             if status is PushStatus.SENT:
-                # A send that ended on another local day than it counts for (23:59, finished
-                # after midnight) keeps its due moment, so a settings change tomorrow still
-                # finds tomorrow's push owed.
-                pushed_at = at if local_date(at, learner.timezone) == claim.day else claim.due_at
-                sent.append({"b_id": learner.id, "b_lease": claim.lease,
-                             "b_next": following_push(learner, claim.day), "b_pushed": pushed_at})
+                sent.append({"b_id": learner.id, "b_lease": claim.lease, "b_next": following_push(learner, claim.day),
+                             "b_pushed": counted_at(claim, at), "b_at": at})
             elif status is PushStatus.SKIPPED:
                 skipped.append({"b_id": learner.id, "b_lease": claim.lease, "b_next": following_push(learner, claim.day)})
             elif status is PushStatus.BLOCKED:
                 blocked.append({"b_id": learner.id})
+            elif status is PushStatus.ABANDONED:
+                abandoned.append({"b_id": learner.id, "b_lease": claim.lease, "b_next": following_push(learner, claim.day),
+                                  "b_day": claim.day, "b_kind": (rest[0] if rest else None) or "failed"})
             # FAILED: the learner keeps the lease and is claimed again when it runs out.
-        if self.postgres:
-            self._record_many_postgres(logs, sent + skipped, blocked)
-            return
         bind = sa.bindparam
-        held = sa.and_(LEARNER.c.id == bind("b_id"), LEARNER.c.next_push_at == bind("b_lease"))
-        with self.db.connect() as connection, connection.begin():  # learner rows first, as on PostgreSQL
-            if sent:
-                connection.execute(
-                    sa.update(LEARNER).where(held).values(next_push_at=bind("b_next"), last_pushed_at=bind("b_pushed"), push_due_at=None),
-                    sent,
-                )
-            if skipped:
-                connection.execute(sa.update(LEARNER).where(held).values(next_push_at=bind("b_next"), push_due_at=None), skipped)
-            if blocked:
-                connection.execute(
-                    sa.update(LEARNER).where(LEARNER.c.id == bind("b_id")).values(active=False, next_push_at=None, push_due_at=None),
-                    blocked,
-                )
+        with self.db.connect() as connection, connection.begin():  # learner rows first, on both databases
+            if self.postgres:
+                lost = self._record_learners_postgres(connection, sent, skipped + abandoned, blocked)
+            else:
+                lost = self._record_learners_sqlite(connection, sent, skipped + abandoned, blocked)
+            if lost:
+                self._record_lost_sends(connection, lost)
+            if abandoned:
+                self._stop_failing(connection, abandoned)
+            if self.postgres:
+                connection.execute(_PG_RECORD_LOG, {
+                    "ids": [x["b_id"] for x in logs], "days": [x["b_day"] for x in logs],
+                    "claimed_ats": [x["b_claimed"] for x in logs], "statuses": [x["b_status"] for x in logs],
+                    "sent_ats": [x["b_sent"] for x in logs], "claimed": PushStatus.CLAIMED.value,
+                })
+                return
             connection.execute(
                 sa.update(PUSH_LOG)
                 .where(
@@ -501,25 +575,89 @@ class ReminderSweeper:
                 logs,
             )
 
-    def _record_many_postgres(self, logs: list[dict], moved: list[dict], blocked: list[dict]) -> None:
-        """``record_many`` on PostgreSQL: a statement per kind of write for the whole batch.
+    def _record_learners_sqlite(self, connection: Connection, sent: list[dict], moved: list[dict], blocked: list[dict]) -> list[dict]:
+        """The learner rows of a record on SQLite (executemany); the sends whose claim no longer held."""
+        bind = sa.bindparam
+        held = sa.and_(LEARNER.c.id == bind("b_id"), LEARNER.c.next_push_at == bind("b_lease"))
+        if sent:
+            connection.execute(
+                sa.update(LEARNER).where(held).values(next_push_at=bind("b_next"), last_pushed_at=bind("b_pushed"), push_due_at=None),
+                sent,
+            )
+        if moved:
+            connection.execute(sa.update(LEARNER).where(held).values(next_push_at=bind("b_next"), push_due_at=None), moved)
+        if blocked:
+            connection.execute(
+                sa.update(LEARNER).where(LEARNER.c.id == bind("b_id")).values(active=False, next_push_at=None, push_due_at=None),
+                blocked,
+            )
+        if not sent:
+            return []
+        now_at = dict(connection.execute(
+            sa.select(LEARNER.c.id, LEARNER.c.next_push_at).where(LEARNER.c.id.in_([x["b_id"] for x in sent]))
+        ).all())
+        return [x for x in sent if x["b_id"] in now_at and now_at[x["b_id"]] != x["b_next"]]
 
-        Learner rows are written before push-log rows, as a claim and a snooze write them: one
-        lock order everywhere, so a record never deadlocks with a snooze of the same learner."""
-        with self.db.connect() as connection, connection.begin():
-            if moved:
-                moved.sort(key=lambda x: x["b_id"])
-                connection.execute(_PG_RECORD_NEXT, {
-                    "ids": [x["b_id"] for x in moved], "leases": [x["b_lease"] for x in moved],
-                    "nexts": [x["b_next"] for x in moved], "pushed_ats": [x.get("b_pushed") for x in moved],
-                })
-            if blocked:
-                connection.execute(_PG_RECORD_BLOCKED, {"ids": [x["b_id"] for x in blocked]})
-            connection.execute(_PG_RECORD_LOG, {
-                "ids": [x["b_id"] for x in logs], "days": [x["b_day"] for x in logs],
-                "claimed_ats": [x["b_claimed"] for x in logs], "statuses": [x["b_status"] for x in logs],
-                "sent_ats": [x["b_sent"] for x in logs], "claimed": PushStatus.CLAIMED.value,
-            })
+    def _record_learners_postgres(self, connection: Connection, sent: list[dict], moved: list[dict], blocked: list[dict]) -> list[dict]:
+        """The learner rows of a record on PostgreSQL, one statement per kind of write for the
+        whole batch, in id order; the sends whose claim no longer held. Learner rows are
+        written before push-log rows, as a claim and a snooze write them: one lock order
+        everywhere, so a record never deadlocks with a snooze of the same learner."""
+        rows = sorted(sent + moved, key=lambda x: x["b_id"])
+        held: set[int] = set()
+        if rows:
+            held = set(connection.execute(_PG_RECORD_NEXT, {
+                "ids": [x["b_id"] for x in rows], "leases": [x["b_lease"] for x in rows],
+                "nexts": [x["b_next"] for x in rows], "pushed_ats": [x.get("b_pushed") for x in rows],
+            }).scalars())
+        if blocked:
+            connection.execute(_PG_RECORD_BLOCKED, {"ids": [x["b_id"] for x in blocked]})
+        return [x for x in sent if x["b_id"] not in held]
+
+    def _record_lost_sends(self, connection: Connection, lost: list[dict]) -> None:
+        """Pushes the platform accepted after the learner's row changed (a settings change or a
+        snooze during the send): when they were pushed is recorded all the same, and a regular
+        push moment now falling on the local day of that send (a new timezone) moves to the next day."""
+        query = sa.select(LEARNER.c.id, LEARNER.c.next_push_at, LEARNER.c.timezone, LEARNER.c.push_time, LEARNER.c.last_pushed_at)
+        query = query.where(LEARNER.c.id.in_([x["b_id"] for x in lost])).order_by(LEARNER.c.id)
+        if self.postgres:
+            query = query.with_for_update()
+        current = {row.id: row for row in connection.execute(query)}
+        for send in lost:
+            row = current.get(send["b_id"])
+            if row is None:  # forgotten meanwhile
+                continue
+            at = send["b_at"]
+            values: dict = {"last_pushed_at": max(at, row.last_pushed_at) if row.last_pushed_at else at}
+            moment = row.next_push_at
+            if moment is not None:
+                sent_day, day = local_date(at, row.timezone), local_date(moment, row.timezone)
+                if day <= sent_day and moment == local_push_moment(day, row.push_time, row.timezone):
+                    values["next_push_at"] = local_push_moment(sent_day + timedelta(days=1), row.push_time, row.timezone)
+            same = LEARNER.c.next_push_at.is_(None) if moment is None else LEARNER.c.next_push_at == moment
+            connection.execute(sa.update(LEARNER).where(LEARNER.c.id == row.id, same).values(**values))
+
+    def _stop_failing(self, connection: Connection, abandoned: list[dict]) -> None:
+        """Stop the pushes of learners whose push was given up on ``STOP_AFTER_DAYS`` local
+        days running (this one included): paused, with the reason kept to tell them."""
+        rows = connection.execute(
+            sa.select(PUSH_LOG.c.learner_id, PUSH_LOG.c.local_date, PUSH_LOG.c.status)
+            .where(PUSH_LOG.c.learner_id.in_([x["b_id"] for x in abandoned]))
+        ).all()
+        history: dict[int, dict[date, str]] = {}
+        for row in rows:
+            history.setdefault(row.learner_id, {})[row.local_date] = row.status
+        for day in abandoned:
+            days = history.get(day["b_id"], {})
+            days[day["b_day"]] = PushStatus.ABANDONED.value  # written right after this
+            recent = [days[d] for d in sorted(days, reverse=True) if d <= day["b_day"]][:STOP_AFTER_DAYS]
+            if len(recent) == STOP_AFTER_DAYS and all(status == PushStatus.ABANDONED.value for status in recent):
+                connection.execute(
+                    sa.update(LEARNER).where(LEARNER.c.id == day["b_id"])
+                    .values(paused=True, next_push_at=None, push_due_at=None, push_stopped=day["b_kind"][:64])
+                )
+                log.warning("pushes to learner %s failed on %s days running (%s): stopped until they resume",
+                            day["b_id"], STOP_AFTER_DAYS, day["b_kind"])
 
     def release(self, claims: list[Claim]) -> None:
         """Give back claims never sent (the sweep is stopping): due again at once, nothing counted."""
@@ -571,6 +709,7 @@ class ReminderSweeper:
                 raise result
             if isinstance(result, BaseException):
                 log.error("push sweep for %s failed", platform, exc_info=result)
+        report.log_failures()
         DUE_LEARNERS.set(report.due)
         return report
 
@@ -585,7 +724,8 @@ class ReminderSweeper:
             if not page.rows:
                 break
             claimed += page.rows
-            report.due += page.rows
+            report.due += page.rows - page.cleared
+            report.cleared += page.cleared
             report.nothing_to_ask += page.idle
             report.contended += page.contended
             if not page.claims:
@@ -615,12 +755,12 @@ class ReminderSweeper:
             log.exception("choosing a page of pushes failed; each learner is asked alone")
             return {}
 
-    async def _record_sent(self, claim: Claim, status: PushStatus, at: datetime) -> None:
+    async def _record_sent(self, claim: Claim, status: PushStatus, at: datetime, kind: str | None = None) -> None:
         """Record a push the platform answered; a failing database is retried for well under
         the lease, since an unrecorded send is pushed again once the lease runs out."""
         for delay in (*RECORD_RETRY_SECONDS, None):
             try:
-                await self._records.submit((claim, status, at))
+                await self._records.submit((claim, status, at, kind))
                 return
             except Exception:
                 if delay is None:
@@ -631,16 +771,19 @@ class ReminderSweeper:
     async def _push_one(self, claim: Claim, slot: float, report: SweepReport, prepared: list[Reply] | None = None) -> None:
         learner = claim.learner
         sending = False
+        kind: str | None = None
         try:
-            # Check (and build, when the page's batch left this learner out) shortly before
-            # the slot, so the send itself goes out on it.
-            wait = math.floor((slot - PREPARE_AHEAD) / CHECK_GRID) * CHECK_GRID - self.pace.wall()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            if not await self._checks.submit(claim):
-                report.not_claimed += 1
-                return
-            replies = prepared if prepared is not None else await self.engine.push_replies(learner.id)  # type: ignore[arg-type]
+            replies = prepared
+            if replies is None:
+                # Built alone (the page's batch left this learner out) shortly before the slot,
+                # and only for a learner who still holds the claim.
+                wait = math.floor((slot - PREPARE_AHEAD) / CHECK_GRID) * CHECK_GRID - self.pace.wall()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                if not await self._checks.submit(claim):
+                    report.not_claimed += 1
+                    return
+                replies = await self.engine.push_replies(learner.id)  # type: ignore[arg-type]
             if not replies:
                 report.nothing_to_ask += 1
                 await self._records.submit((claim, PushStatus.SKIPPED, self.clock.now()))
@@ -653,15 +796,26 @@ class ReminderSweeper:
                 wait = slot - self.pace.wall()
             if wait > 0:
                 await asyncio.sleep(wait)
+            # Checked right before the send: a snooze, a pause, a settings change or /forget
+            # committed before this read stops the push (the read and the send are a few ms apart).
+            if not await self._checks.submit(claim):
+                report.not_claimed += 1
+                return
             sending = True
             try:
                 outcome = await self.transports[learner.platform].push(learner, replies)
-            except Exception:  # an adapter bug must not stop the sweep for everyone else
-                log.exception("push to learner %s failed", learner.id)
+            except Exception as error:  # an adapter bug must not stop the sweep for everyone else
+                kind = f"the adapter raised {type(error).__name__}"
+                report.note_failure(kind, learner.id, error)
+                log.debug("push to learner %s: the adapter raised", learner.id, exc_info=True)
                 outcome = PushOutcome.FAILED
+            else:
+                if outcome is PushOutcome.FAILED:
+                    kind = "the platform refused it or could not be reached"
+                    report.note_failure(kind, learner.id, None)
             sent_at = self.clock.now()
             # Recorded at once: a crash from here to the commit is the only way to a second push.
-            await self._record_sent(claim, PushStatus(outcome.value), sent_at)
+            await self._record_sent(claim, PushStatus(outcome.value), sent_at, kind)
         except asyncio.CancelledError:
             if not sending:  # stopped before this push went out: hand it back, not held for the lease
                 self.release([claim])
@@ -717,3 +871,34 @@ async def start_reminders(settings: Settings, engine: QuizEngine, transports: di
                       next_run_time=datetime.now(tz=None).astimezone())
     scheduler.start()
     return RunningReminders(scheduler, sweeper)
+
+
+def take_push_notice(db: sa.Engine, learner_id: int) -> Reply | None:
+    """What a learner whose pushes were stopped after failing is told the next time they write,
+    once: None when nothing is owed (or they resumed meanwhile). Read and cleared in one transaction."""
+    from bot.replies import Reply, ReplyKind
+
+    with db.begin() as connection:
+        row = connection.execute(
+            sa.select(LEARNER.c.push_stopped, LEARNER.c.paused).where(LEARNER.c.id == learner_id)
+        ).first()
+        if row is None or row.push_stopped is None:
+            return None
+        cleared = connection.execute(
+            sa.update(LEARNER)
+            .where(LEARNER.c.id == learner_id, LEARNER.c.push_stopped == row.push_stopped)
+            .values(push_stopped=None)
+        ).rowcount
+    if not cleared or not row.paused:  # told by a concurrent request, or already resumed
+        return None
+    return Reply(
+        f"I could not deliver your daily reminder on {STOP_AFTER_DAYS} days running ({row.push_stopped}), so I "
+        "paused them. Send /settings resume to turn them back on.",
+        kind=ReplyKind.INFO,
+    )
+
+
+def with_push_notice(db: sa.Engine, learner_id: int, replies: list[Reply]) -> list[Reply]:
+    """``replies`` after the notice ``take_push_notice`` owes this learner, if any."""
+    notice = take_push_notice(db, learner_id)
+    return replies if notice is None else [notice, *replies]
