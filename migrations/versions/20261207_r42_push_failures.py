@@ -3,7 +3,7 @@ running (the reason is kept until they are told); learners who cannot be pushed 
 push moment an older version left them (a snooze or "skip today" while paused)
 
 Revision ID: r42_push_failures
-Revises: i15_interview
+Revises: i41_decks
 Create Date: 2026-12-07 03:30:00
 """
 
