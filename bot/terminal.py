@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TextIO, TypeVar
 
 from bot.actions import Action, InvalidAction, Verb
-from bot.engine import QuizEngine
+from bot.engine import CARD_IMAGE, QuizEngine
 from bot.markup import to_terminal
 from bot.replies import PLOT_FAILED, Button, PlotImage, Reply, ReplyKind
 from bot.transport import WAITED_FOR_JUDGE
@@ -326,8 +326,8 @@ class TerminalChat:
 
     async def _plot_lines(self, reply: Reply) -> None:
         assert reply.plot_sim is not None
-        if self.engine.sims is None:
-            return  # plots are off
+        if self.engine.sims is None and reply.plot_sim != CARD_IMAGE:
+            return  # simulation plots are off; a card's own picture is still shown
         plot = await self.engine.plot(
             reply.plot_sim, wait_seconds=self.plot_wait_seconds, card_id=reply.card_id
         )

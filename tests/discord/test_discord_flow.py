@@ -566,6 +566,7 @@ async def test_the_first_grade_during_the_warm_up_says_so_once(make_rig) -> None
         texts_sent = [s.text for s in submitted.sent]
         assert "Grade" in texts_sent[0] and "judge was still loading" in texts_sent[-1]
         loaded.set()
+        rig.clock.advance(minutes=10)  # the missed trap's learning step
         _, form = await open_trap_and_form(rig, ada)
         again = await rig.submit(form, "proxy-not-goal again", ada)
         assert not any("judge was still loading" in s.text for s in again.sent)
