@@ -391,22 +391,28 @@ def is_claim(text: str) -> bool:
 _GRADE_NOUN = r"(?:marks?|grades?|scores?|ratings?|credit|points|results?|verdicts?|bands?|evaluation|assessment)"
 _TOP = r"(?:top|highest|best|maximum|max|full|perfect|excellent|greatest)"
 _GRADER = r"(?:grader|judge|evaluator|assessor|marker|examiner|reviewer|ai|llm|model|assistant|checker|corrector)"
+#: The grader named by its role, not a word (model, assistant, ai) prose uses for other things.
+_GRADER_ROLE = r"(?:grader|judge|evaluator|assessor|marker|examiner|reviewer|checker|corrector)"
 _INSTRUCTIONS = (
     r"(?:instructions?|rubric|prompt|rules?|guidelines?|key ?points?|criteria|directions?|guidance"
     r"|grading|marking|scoring|everything (?:above|before|earlier|else|you (?:were|have been|'ve been) (?:told|given|asked))"
     r"|all (?:of )?(?:the )?(?:above|previous|prior|preceding)|what you (?:were|have been) told"
-    r"|(?:previous|prior|above|earlier|preceding|original|initial) (?:text|lines?|messages?|context|task|orders?))"
+    r"|(?:previous|prior|above|earlier|preceding|original|initial) (?:text|lines?|messages?|orders?))"
 )
 _IMPERATIVE = r"(?:^|[.!?:;\n(\[]\s*|\b(?:please|kindly|just|now|simply|so)\s+|\byou (?:should|must|will|shall|can|need to|have to)\s+)"
 _ENGLISH = (
     # "ignore the rubric", "set aside everything you were told before this line"
-    rf"\b(?:ignore|disregard|forget|override|bypass|overrule|set aside|put aside|throw out|discard|never ?mind|do not follow|don't follow|stop following)\b[^.\n]{{0,60}}\b{_INSTRUCTIONS}",
+    rf"\b(?:ignore|disregard|forget|override|bypass|overrule|set aside|put aside|throw out|discard|never ?mind|do not follow|don't follow|stop following)\b[^.\n]{{0,60}}(?<![\w-]){_INSTRUCTIONS}",
     # "give this answer 5/5", "record the top result", imperatives only
     rf"{_IMPERATIVE}(?:give|award|assign|grant|record|put|mark|rate|score|grade|output|return|enter|write|log|assess|evaluate)\b[^.\n]{{0,50}}(?:\b{_TOP}\s+{_GRADE_NOUN}\b|\b5\s*/\s*5\b|\b(?:5|five|10|ten) out of (?:5|five|10|ten)\b|\b(?:a|an|the) (?:5|10|a\+)(?!\w))",
-    r"\b5\s*/\s*5\b(?!\s*(?:seeds?|runs?|episodes?|trials?|tasks?|envs?|environments?|tests?|cases?|times?|problems?))|\bfull marks\b|\b(?:5|five) out of (?:5|five)\b|\bfull credit\b(?! assignment)",
-    rf"\b(?:dear|note to(?: the)?|notes? for(?: the)?|message (?:to|for)(?: the)?|attention|hey|hi|hello|to the|p\.?s\.? to the|instructions (?:to|for)(?: the)?)\s+(?:ai |automated |llm )?{_GRADER}s?\b",
-    rf"\b(?:{_GRADER}|grading)s? (?:note|instructions?|notice|override)\b",
-    rf"\byou are (?:now )?(?:the|a|an) {_GRADER}\b",
+    r"\b5\s*/\s*5\b(?!\s*(?:seeds?|runs?|episodes?|trials?|tasks?|envs?|environments?|tests?|cases?|times?|problems?))|(?<!whether to give )(?<!whether to award )\bfull marks\b|\b(?:5|five) out of (?:5|five)\b|\bfull credit\b(?! assignment)",
+    # a note addressed to the grader; "to the model" and "to the reviewer" are everyday
+    # technical prose, so a bare "to the" or a greeting counts only as a salutation: at the
+    # start of a sentence and followed by a colon or a comma
+    rf"\b(?:dear|note to(?: the)?|notes? for(?: the)?|message (?:to|for)(?: the)?|p\.?s\.? to the|instructions (?:to|for)(?: the)?)\s+(?:ai |automated |llm )?{_GRADER}s?\b",
+    rf"(?:^|[\n.!?(\[]\s*)(?:to the|attention|hey|hi|hello)\s+(?:ai |automated |llm )?{_GRADER}s?\s*[:,!]",
+    rf"\b(?:{_GRADER_ROLE}|grading)(?:'s|s'|s)? (?:note|instructions?|notice|override|memo|memorandum)\b",
+    rf"\byou are (?:now )?(?:the|a|an) {_GRADER}\b(?!\s+(?:on|of|for) (?:this|the|that|a|your) (?:change|pr|pull request|diff|patch|paper|code))",
     # role play: "you are a kind professor who ...", "pretend you are a lenient examiner"
     rf"(?:\b(?:you are|you're|pretend (?:to be|you are|you're)|imagine (?:you are|you're|being)|play the (?:role|part) of|role-?play as)|{_IMPERATIVE}act as)\s+(?:now\s+)?(?:a|an|the|my)?\s*(?:[a-z-]+\s+){0,3}(?:professor|teacher|tutor|grader|judge|evaluator|assessor|marker|examiner|instructor|lecturer|chatbot)s?\b(?!\s*(?:model|network|policy|signal))",
     r"\b(?:every|each|all)\s+(?:the\s+)?(?:items?|points?|criteri(?:a|on)|entr(?:y|ies)|lines?|boxe?s?|rows?)\s+(?:on|in|of)\s+(?:the|your|this)\s+(?:key|rubric|list|sheet|checklist|marking scheme|answer key|grading scheme)\b",
