@@ -77,9 +77,19 @@ from grader.exemplars import (
     votes,
 )
 from grader.followup import FollowUpModel, followup_features, probe_exemplars
+from grader.relevance import (
+    OFF_TOPIC_MARGIN,
+    denial_frame,
+    is_term_list,
+    restates_question,
+    stem_pairs,
+    topic_index,
+)
 from grader.scoring import grade_from_judgement
 from grader.sentence_reader import SentenceReader, shipped_reader
-from grader.textnorm import fold, fold_phrase, unhide
+from grader.textnorm import STOPWORDS, fold, fold_phrase, stem, unhide, words
+from grader.textnorm import claim_word_count as word_count
+from grader.textnorm import tidy_quotes as _tidy
 
 if TYPE_CHECKING:
     from cards.schema import Card
@@ -120,17 +130,6 @@ _NOT_NEGATING = re.compile(
     r"|\bnothing (?:stops|prevents|keeps|holds)\b|\bno free lunch\b",
     re.IGNORECASE,
 )
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?", re.IGNORECASE)
-STOPWORDS = frozenset(
-    """a an the and or but if then than so as of in on at to for from by with without into onto
-    over under about after before between through during is are was were be been being am do
-    does did doing have has had having will would shall should can could may might must it
-    its this that these those there here they them their we our us you your i me my he she
-    his her not no nor never what which who whom whose when where why how all any both each
-    few more most other some such only own same too very just also because while until up
-    down out off again further once don doesn isn aren wasn weren won wouldn shouldn cannot
-    get gets got one it's that's can't don't doesn't isn't won't""".split()  # noqa: SIM905 - a word list reads better as text
-)
 
 
 @dataclass(frozen=True)
@@ -140,10 +139,6 @@ class Span:
     start: int
     end: int
     text: str
-
-
-def _tidy(text: str) -> str:
-    return text.replace("\u2019", "'").replace("\u2018", "'")
 
 
 def _cut(text: str, start: int, end: int) -> Span | None:
@@ -205,14 +200,6 @@ def clauses(text: str, sentence: Span, *, min_words: int = 4) -> list[Span]:
     return merged
 
 
-def words(text: str) -> list[str]:
-    return [word.lower() for word in _WORD.findall(_tidy(text))]
-
-
-def word_count(text: str) -> int:
-    return len(_WORD.findall(text))
-
-
 def polarity(text: str) -> int:
     """0 for an affirmed text, 1 for a negated one: the parity of its negation cues."""
     cleaned = _NOT_NEGATING.sub(" ", _tidy(text))
@@ -249,23 +236,6 @@ _SCOPE_END = frozenset(
         "instead",
     }
 )
-
-
-#: Words whose -ical is not the -ic beside it: "critical" is not about the critic.
-_NOT_IC = frozenset({"critical", "critically"})
-
-
-def stem(word: str) -> str:
-    """A crude suffix stripper: enough to match "keeps"/"keep", "trained"/"training" and
-    "quadratically"/"quadratic"."""
-    if word not in _NOT_IC:
-        for suffix in ("ically", "ical"):
-            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-                return word[: -len(suffix)] + "ic"
-    for suffix in ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
 
 
 @dataclass(frozen=True)
@@ -682,7 +652,33 @@ def pack_rows(lengths: Sequence[int]) -> list[list[int]]:
     return rows
 
 
+#: Recent texts' embeddings: an answer graded again, or against another card, and the clauses
+#: an edited answer keeps are not embedded twice (384 floats a text: 6 MB when full).
+EMBED_CACHE_SIZE = 4096
+_EMBEDDED: OrderedDict[str, np.ndarray] = OrderedDict()
+_EMBED_LOCK = threading.Lock()
+
+
 def embed(texts: Sequence[str]) -> np.ndarray:
+    """``embed_uncached`` through a bounded cache of recent texts."""
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float32)
+    with _EMBED_LOCK:
+        found = {text: _EMBEDDED[text] for text in texts if text in _EMBEDDED}
+        for text in found:
+            _EMBEDDED.move_to_end(text)
+    missing = list(dict.fromkeys(text for text in texts if text not in found))
+    if missing:
+        fresh = dict(zip(missing, embed_uncached(missing), strict=True))
+        found.update(fresh)
+        with _EMBED_LOCK:
+            _EMBEDDED.update(fresh)
+            while len(_EMBEDDED) > EMBED_CACHE_SIZE:
+                _EMBEDDED.popitem(last=False)
+    return np.stack([found[text] for text in texts]).astype(np.float32, copy=False)
+
+
+def embed_uncached(texts: Sequence[str]) -> np.ndarray:
     """Unit-length sentence embeddings, one row per text: the packaged model's mean-pooled
     output, as ``SentenceTransformer.encode`` gives it (within 1e-4 of its cosine).
 
@@ -1794,13 +1790,70 @@ def decide_learnt(
         else m
         for i, m in enumerate(learnt.misconceptions)
     )
+    unsure, margin = doubts(card, model, point_x, misc_x, learnt, points, misconceptions)
     judgement = replace(
         learnt,
         points=points,
         misconceptions=misconceptions,
         injection_suspected=rules.injection_suspected,
+        unsure_points=() if rules.injection_suspected else unsure,
+        margin=None if rules.injection_suspected else margin,
     )
     return replace(judgement, feedback=feedback_for(card, judgement))
+
+
+#: A verdict whose probability is nearer its cut than this is unsure. Chosen on the fitting
+#: answers read by models fitted without their card (``python -m grader.calibration.offline_eval
+#: sure``): the smallest margin at which the sure grades agree with the labels on pass/fail
+#: in at least 95% of answers.
+SURE_MARGIN = 0.2
+
+
+def doubts(
+    card: Card,
+    model: PointModel,
+    point_x: np.ndarray,
+    misc_x: np.ndarray,
+    learnt: Judgement,
+    points: Sequence[PointJudgement],
+    misconceptions: Sequence[MisconceptionJudgement],
+    sure_margin: float = SURE_MARGIN,
+) -> tuple[tuple[str, ...], float]:
+    """The ids whose verdict could turn pass/fail around, and how far the reading is from
+    doing so (a probability distance to the cut). A passing reading is as sure as its least
+    sure decisive verdict (a core point present, a point not contradicted, a misconception not
+    asserted); a failing one is unsure only when every verdict that fails it is unsure. A
+    verdict set by a rule after the model (a negation) is sure."""
+    present, _, contradicted = model.point_probabilities(point_x)
+    asserted = model.asserted_probabilities(misc_x)
+    cut_present, cut_asserted = model.cuts[0], model.cuts[2]
+    cut_contradicted = model.cuts[3] if len(model.cuts) > 3 else math.inf
+
+    def distance(p: float, cut: float, overridden: bool) -> float:
+        return math.inf if overridden or not math.isfinite(cut) else abs(p - cut)
+
+    core = {p.id for p in card.core_points}
+    items: list[tuple[str, float, bool]] = []  # (id, distance, fails the answer as read)
+    for k, (first, final) in enumerate(zip(learnt.points, points, strict=True)):
+        overridden = first.verdict is not final.verdict
+        is_contradicted = final.verdict is PointVerdict.CONTRADICTED
+        if final.point_id in core:
+            d = distance(present[k], cut_present, overridden)
+            items.append((final.point_id, d, final.verdict is not PointVerdict.PRESENT))
+        if not (final.point_id in core and is_contradicted):
+            d = distance(contradicted[k], cut_contradicted, overridden)
+            items.append((final.point_id, d, is_contradicted))
+    for i, (first, final) in enumerate(zip(learnt.misconceptions, misconceptions, strict=True)):
+        d = distance(asserted[i], cut_asserted, first.asserted != final.asserted)
+        items.append((final.misconception_id, d, final.asserted))
+    blockers = [(i, d) for i, d, fails in items if fails]
+    if blockers:  # failing: every blocker must flip for a pass
+        margin = max(d for _, d in blockers)
+        chosen = blockers if margin < sure_margin else []
+    else:
+        margin = min((d for _, d, _ in items), default=math.inf)
+        chosen = [(i, d) for i, d, _ in items if d < sure_margin]
+    return tuple(dict.fromkeys(i for i, _ in chosen)), float(min(margin, 1.0))
 
 
 #: From no credit to full: a contradicted point costs more than an absent one.
@@ -1828,6 +1881,7 @@ def weaker_of(a: Judgement, b: Judgement) -> Judgement:
         points=points,
         misconceptions=misconceptions,
         injection_suspected=a.injection_suspected or b.injection_suspected,
+        unsure_points=tuple(dict.fromkeys(a.unsure_points + b.unsure_points)),
     )
 
 
@@ -1907,6 +1961,34 @@ def card_index(card: Card) -> CardIndex:
     return built
 
 
+# ----- non-answers (grader.relevance) ----------------------------------------------------------------
+
+LISTS_TERMS = "The answer is a list of terms; a list states no mechanism, so it earns nothing."
+COPIES_QUESTION = "The answer repeats the question; say what happens and why."
+OFF_TOPIC = "This reads like an answer to another question, so no core point is credited in full."
+
+
+def nothing_stated(card: Card, reason: str) -> Judgement:
+    """No point credited, no misconception asserted, and why."""
+    return Judgement(
+        judge="offline",
+        points=tuple(PointJudgement(p.id, PointVerdict.ABSENT) for p in card.key_points),
+        misconceptions=tuple(MisconceptionJudgement(m.id, False) for m in card.misconceptions),
+        feedback=reason,
+    )
+
+
+def off_topic(card: Card, judgement: Judgement) -> Judgement:
+    """``judgement`` with its core points present at most in part: it cannot pass."""
+    core = {p.id for p in card.core_points}
+    points = tuple(
+        replace(p, verdict=PointVerdict.PARTIAL) if p.point_id in core and p.verdict is PointVerdict.PRESENT else p
+        for p in judgement.points
+    )
+    judgement = replace(judgement, points=points)
+    return replace(judgement, feedback=f"{OFF_TOPIC} {feedback_for(card, judgement)}")
+
+
 # ----- the judge ---------------------------------------------------------------------------------
 
 
@@ -1968,7 +2050,53 @@ class OfflineJudge:
         """The verdicts for ``answer`` (blocking: embeds on the calling thread). ``rules``: the
         hand rules even when a learnt reading is loaded; the learnt reading is fitted on whole
         answers to the card's question, the rules are what short texts read alone (a follow-up
-        answer, a quote the cross-check reads) were measured with."""
+        answer, a quote the cross-check reads) were measured with.
+
+        A whole answer (not ``rules``) is first screened (``grader.relevance``): a bare list of
+        terms earns nothing, sentences that copy the question are left out, a frame that
+        denies the claim after it ("It is not true that ...") contradicts the points that
+        claim states, and an answer nearer another card's question than this one's passes
+        no core point."""
+        answer = answer[:MAX_ANSWER_CHARS]
+        if rules:
+            return self._judge_text(card, answer, rules=True)
+        if is_term_list(answer):
+            return nothing_stated(card, LISTS_TERMS)
+        question = stem_pairs(card.question)
+        if restates_question(answer, question):
+            return nothing_stated(card, COPIES_QUESTION)
+        kept = [s for s in sentences(answer) if not restates_question(s.text, question)]
+        text = answer if len(kept) == len(sentences(answer)) else " ".join(s.text for s in kept)
+        if not text.strip():
+            return nothing_stated(card, COPIES_QUESTION)
+        judgement = self._judge_text(card, text, rules=False)
+        frame = denial_frame(text)
+        if frame:
+            judgement = self._denied(card, text, frame, judgement)
+        if topic_index(card).margin(card.id, text) < OFF_TOPIC_MARGIN:
+            judgement = off_topic(card, judgement)
+        return judgement
+
+    def _denied(self, card: Card, text: str, frame: int, judgement: Judgement) -> Judgement:
+        """``judgement`` with every point the denied claim (the clause after the frame, read
+        alone) states marked contradicted."""
+        first = sentences(text[frame:])
+        if not first:
+            return judgement
+        claim = clauses(text[frame:], first[0])[0].text
+        stated = {
+            p.point_id for p in self._judge_text(card, claim, rules=False).points if p.verdict in CREDITED
+        }
+        if not stated:
+            return judgement
+        points = tuple(
+            PointJudgement(p.point_id, PointVerdict.CONTRADICTED, claim) if p.point_id in stated else p
+            for p in judgement.points
+        )
+        judgement = replace(judgement, points=points)
+        return replace(judgement, feedback=feedback_for(card, judgement))
+
+    def _judge_text(self, card: Card, answer: str, *, rules: bool) -> Judgement:
         judgement, analysis = self._read(card, answer, rules=rules)
         if judgement.injection_suspected:
             # Instructions to the grader can only cost: the answer earns no more than its own
@@ -1995,7 +2123,13 @@ class OfflineJudge:
     async def assess(self, card: Card, answer: str, *, interactive: bool) -> Assessment:
         judgement = await self.judge_async(card, answer)
         grade = grade_from_judgement(card, judgement, answer)
-        return Assessment(grader=self.name, grade=grade, needs_confirmation=interactive)
+        return Assessment(
+            grader=self.name,
+            grade=grade,
+            needs_confirmation=interactive,
+            sure=not judgement.unsure_points,
+            unsure_points=judgement.unsure_points,
+        )
 
     def judge_followup(self, card: Card, answer: str, point_id: str | None = None) -> Judgement:
         """An answer to one key point's probe (``card`` carries the probe as its question):

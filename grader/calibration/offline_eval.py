@@ -3,7 +3,7 @@
     python -m grader.calibration.offline_eval flags        # injection flags on clean answers, attacks
     python -m grader.calibration.offline_eval non-answers  # generated non-answers, one per card and kind
     python -m grader.calibration.offline_eval cross-card   # every card's good answers against every other card
-    python -m grader.calibration.offline_eval sure [FILE]  # how often the sure grades agree, and the curve
+    python -m grader.calibration.offline_eval sure [SETS]  # how often the sure grades agree, and the curve
 
 Each prints progress to stderr and its figures to stdout; ``--json`` prints them as JSON.
 """
@@ -166,12 +166,10 @@ def whole_key(card: Card) -> str:
 
 
 def key_terms(card: Card) -> str:
-    """A bare list of the card's key terms: each key point's label and first accepted phrasing."""
-    terms = []
-    for point in card.key_points:
-        terms.append(point.label)
-        terms.extend(point.accepts[:1])
-    return ", ".join(terms)
+    """A bare list of the card's key terms: each key point's first two accepted phrasings of at
+    most three words (its terms rather than its claims), comma-separated."""
+    terms = [a for point in card.key_points for a in [a for a in point.accepts if len(a.split()) <= 3][:2]]
+    return ", ".join(dict.fromkeys(terms))
 
 
 def memo(card: Card) -> str:
@@ -186,6 +184,7 @@ def non_answers(card: Card) -> list[tuple[str, str]]:
     items = [
         ("question-repeat", " ".join(card.question.split())),
         ("key-terms", key_terms(card)),
+        ("key-terms-lines", key_terms(card).replace(", ", "\n")),
         ("filler", FILLER),
         ("examiner-memo", memo(card)),
     ]
@@ -212,15 +211,111 @@ def non_answer_figures(judge: Any, deck: Any) -> dict[str, Any]:
     return {"by_kind": {k: dict(v) for k, v in table.items()}, "failures": failures}
 
 
+# ----- 3. answers to another card (issue 37) ----------------------------------------------------
+
+CROSS_SETS = ("answers.jsonl", "training.jsonl", "heldout.jsonl", "heldout-2.jsonl", "near-misses-2.jsonl")
+CROSS_KINDS = ("expert", "concise", "rambling")
+
+
+def cross_card(judge: Any, deck: Any) -> dict[str, Any]:
+    """Every expert, concise and rambling answer graded against every other card: the topic
+    screen (``grader.relevance``) caps most; the rest are graded by the whole judge. And on
+    every labelled answer to its own card, how many passing ones the screen would cap."""
+    from grader.relevance import OFF_TOPIC_MARGIN, topic_index  # noqa: PLC0415
+
+    figures: dict[str, Any] = {"threshold": OFF_TOPIC_MARGIN, "other_card": {}, "own_card": {}}
+    to_grade = []
+    for name in CROSS_SETS:
+        pairs = screened = 0
+        for row in rows(name):
+            if row["card_id"] not in deck:
+                continue
+            own = deck.get(row["card_id"])
+            capped = topic_index(own).margin(own.id, row["answer"]) < OFF_TOPIC_MARGIN
+            key = f"{name}:{row['kind']}"
+            mine = figures["own_card"].setdefault(key, {"answers": 0, "labelled_pass": 0, "pass_capped": 0})
+            mine["answers"] += 1
+            mine["labelled_pass"] += row["grade"] >= PASS_QUALITY
+            mine["pass_capped"] += capped and row["grade"] >= PASS_QUALITY
+            if row["kind"] not in CROSS_KINDS or is_attack(row):
+                continue
+            for card in deck:
+                if card.id == own.id:
+                    continue
+                pairs += 1
+                if topic_index(card).margin(card.id, row["answer"]) >= OFF_TOPIC_MARGIN:
+                    screened += 1
+                    to_grade.append((name, row["id"], card, row["answer"]))
+        figures["other_card"][name] = {"pairs": pairs, "through_screen": screened, "passed": 0}
+    grades = grade_all(judge, [(card, answer) for _, _, card, answer in to_grade], "cross-card")
+    passed = []
+    for (name, row_id, card, _), grade in zip(to_grade, grades, strict=True):
+        if grade.quality >= PASS_QUALITY:
+            figures["other_card"][name]["passed"] += 1
+            passed.append(f"{row_id} on {card.id}: {grade.quality}")
+    total = sum(v["pairs"] for v in figures["other_card"].values())
+    figures["other_card_passed"] = f"{len(passed)} of {total} ({len(passed) / max(total, 1):.2%})"
+    figures["passes"] = passed
+    figures["own_pass_capped"] = sum(v["pass_capped"] for v in figures["own_card"].values())
+    return figures
+
+
+# ----- 4. sure or unsure (issue 37) ----------------------------------------------------------------
+
+MARGIN_GRID = (0.0, 0.02, 0.05, 0.08, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3, 0.4)
+
+
+def sure_curve(judge: Any, deck: Any, files: str = "heldout.jsonl,heldout-2.jsonl") -> dict[str, Any]:
+    """Grade each set's answers once; for every margin of ``MARGIN_GRID`` the share of answers
+    unsure (the reading nearer than the margin to turning pass/fail) and how often the sure
+    ones agree with the labels on pass/fail, pooled and per style (kind)."""
+    from grader.offline import SURE_MARGIN  # noqa: PLC0415
+
+    read, flagged = [], []
+    for name in files.split(","):
+        data = [r for r in rows(name) if r["card_id"] in deck]
+        if not data and Path(name).exists():
+            data = [json.loads(line) for line in Path(name).read_text(encoding="utf-8").splitlines() if line.strip()]
+        grades = grade_all(judge, [(deck.get(r["card_id"]), r["answer"]) for r in data], name)
+        for r, g in zip(data, grades, strict=True):
+            if g.judgement.injection_suspected and not is_attack(r):
+                flagged.append(r["id"])
+            margin = g.judgement.margin if g.judgement.margin is not None else 1.0
+            read.append((r["kind"], r["grade"] >= PASS_QUALITY, g.quality >= PASS_QUALITY, margin))
+
+    def table(subset: list[tuple[str, bool, bool, float]]) -> dict[str, Any]:
+        out = {"answers": len(subset), "agree_all": round(sum(a == b for _, a, b, _ in subset) / max(len(subset), 1), 3)}
+        for cut in sorted({*MARGIN_GRID, SURE_MARGIN}):
+            sure = [(a, b) for _, a, b, m in subset if m >= cut]
+            out[f"{cut:g}"] = {
+                "unsure": round(1 - len(sure) / max(len(subset), 1), 3),
+                "sure_agree": round(sum(a == b for a, b in sure) / len(sure), 3) if sure else None,
+            }
+        return out
+
+    kinds = sorted({k for k, *_ in read})
+    return {
+        "clean_answers_flagged_as_injection": flagged,
+        "shipped_margin": SURE_MARGIN,
+        "pooled": table(read),
+        "by_kind": {k: table([r for r in read if r[0] == k]) for k in kinds},
+    }
+
+
 # ----- command line ------------------------------------------------------------------------------
 
-COMMANDS: dict[str, Callable[..., dict[str, Any]]] = {"flags": flags, "non-answers": non_answer_figures}
+COMMANDS: dict[str, Callable[..., dict[str, Any]]] = {
+    "flags": flags,
+    "non-answers": non_answer_figures,
+    "cross-card": cross_card,
+    "sure": sure_curve,
+}
 
 
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader.calibration.offline_eval", description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=sorted(COMMANDS))
-    parser.add_argument("file", nargs="?", help="flags: the sets to read (a,b,...); sure: the labelled set")
+    parser.add_argument("file", nargs="?", help="flags, sure: the sets to read (a.jsonl,b.jsonl,...)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(list(argv) if argv is not None else None)
     from grader.offline import OfflineJudge  # noqa: PLC0415 - loads the model

@@ -472,10 +472,23 @@ def test_packed_embeddings_are_the_models_own(monkeypatch):
     )
     assert len(rows) > offline.ROWS_PER_PASS  # more than one forward pass, several texts a row
     expected = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
-    packed = offline.embed(texts)
+    packed = offline.embed_uncached(texts)
     assert packed.shape == expected.shape
     assert float((packed * expected).sum(axis=1).min()) > 0.9999
     assert np.allclose(np.linalg.norm(packed, axis=1), 1.0, atol=1e-5)
+
+
+def test_embeddings_of_recent_texts_are_kept(monkeypatch):
+    import grader.offline as offline
+
+    texts = ["the KL term keeps the policy near the reference", "a second clause, not seen before xq7"]
+    first = offline.embed(texts)
+    calls = []
+    monkeypatch.setattr(offline, "embed_uncached", lambda missing: calls.append(list(missing)) or offline.np.ones((len(missing), 384)))
+    again = offline.embed([texts[1], texts[0]])
+    assert calls == [] and offline.np.array_equal(again, first[::-1])
+    offline.embed([texts[0], "a third clause xq8"])
+    assert calls == [["a third clause xq8"]]
 
 
 def test_rows_pack_in_order_and_never_overflow():
