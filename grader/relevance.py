@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import threading
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -47,7 +48,7 @@ def content_stems(text: str) -> list[str]:
 
 def stem_pairs(text: str) -> set[tuple[str, str]]:
     stems = content_stems(text)
-    return set(zip(stems, stems[1:], strict=False))
+    return set(pairwise(stems))
 
 
 def restates_question(sentence: str, question_pairs: set[tuple[str, str]]) -> bool:
@@ -86,7 +87,8 @@ _FRAME_FILLER = (
     r"|would|could|can|i|we|really|at|all|is|it|that's)"
 )
 _DENIAL_FRAME = re.compile(
-    rf"^\W*(?:[\w']+\s+){{0,6}}?{_DENIAL_WORD}\s+(?:{_FRAME_FILLER}\s+){{0,5}}?that\s+", re.IGNORECASE
+    rf"^\W*(?:[\w']+\s+){{0,6}}?{_DENIAL_WORD}\s+(?:{_FRAME_FILLER}\s+){{0,5}}?that\s+",
+    re.IGNORECASE,
 )
 
 
@@ -109,14 +111,14 @@ def card_document(card: Card) -> str:
 
 def _analyzer(text: str) -> list[str]:
     stems = content_stems(text)
-    return stems + [f"{a} {b}" for a, b in zip(stems, stems[1:], strict=False)]
+    return stems + [f"{a} {b}" for a, b in pairwise(stems)]
 
 
 class TopicIndex:
     """TF-IDF vectors of the deck's cards (plus the card being graded when it is not in it)."""
 
     def __init__(self, cards: list[Card]):
-        from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: PLC0415
+        from sklearn.feature_extraction.text import TfidfVectorizer
 
         self.ids = [card.id for card in cards]
         self.vectoriser = TfidfVectorizer(analyzer=_analyzer, sublinear_tf=True)
@@ -140,7 +142,7 @@ _TOPIC_LOCK = threading.Lock()
 def topic_index(card: Card) -> TopicIndex:
     """The deck's topic index, or for a card that is not the deck's own (another version, a
     test card) the deck's with that card in its place; built once per card version."""
-    from cards.deck import default_deck  # noqa: PLC0415 - the deck is read once, when first needed
+    from cards.deck import default_deck
 
     deck = default_deck()
     own = card.id in deck and deck.get(card.id).model_dump() == card.model_dump()

@@ -38,9 +38,7 @@ _INVISIBLE = frozenset("\u034f\u115f\u1160\u3164\uffa0\u2800") | frozenset(
 def strip_invisible(text: str) -> str:
     """``text`` without format characters (category Cf: zero-width, bidi, soft hyphen) or
     other characters that render as nothing."""
-    return "".join(
-        ch for ch in text if unicodedata.category(ch) != "Cf" and ch not in _INVISIBLE
-    )
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf" and ch not in _INVISIBLE)
 
 
 def unhide(text: str) -> str:
@@ -52,7 +50,9 @@ def fold(text: str, *, keep_lines: bool = False) -> str:
     """The comparison form of ``text`` (see the module docstring). With ``keep_lines`` a run
     of white space that holds a line break becomes one newline instead of one space: the same
     length, so offsets in one form are offsets in the other."""
-    if text.isascii():  # no invisible, compatibility or combining characters to undo (40% of answers)
+    if (
+        text.isascii()
+    ):  # no invisible, compatibility or combining characters to undo (40% of answers)
         text = text.lower()
     else:
         text = _fold_unicode(text)

@@ -45,7 +45,9 @@ def rows(name: str) -> list[dict[str, Any]]:
     path = CALIBRATION / name
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
 def is_attack(row: dict[str, Any]) -> bool:
@@ -65,7 +67,11 @@ class Progress:
         if now - self.last > 5 or self.done == self.total:
             self.last = now
             rate = self.done / max(now - self.start, 1e-9)
-            print(f"  {self.label}: {self.done}/{self.total} ({rate:.1f}/s)", file=sys.stderr, flush=True)
+            print(
+                f"  {self.label}: {self.done}/{self.total} ({rate:.1f}/s)",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def grade_all(judge: Any, items: Sequence[tuple[Card, str]], label: str) -> list[Grade]:
@@ -85,7 +91,7 @@ def attack_items(deck: Any) -> list[tuple[str, Card, str, int]]:
     injection, and every style of ``tests/grader/attacks.py`` after each card's trap answer
     (the trap deserves at most 1: no core point, the misconception stated)."""
     sys.path.insert(0, str(ROOT / "tests" / "grader"))
-    from attacks import ATTACK_STYLES, attacked  # noqa: PLC0415 - a test helper, imported on demand
+    from attacks import ATTACK_STYLES, attacked
 
     items = [
         (name, deck.get(row["card_id"]), row["answer"], int(row["grade"]))
@@ -105,14 +111,16 @@ def flags(judge: Any, deck: Any, only: str | None = None) -> dict[str, Any]:
     """Injection flags on every clean answer (the whole judge on answers, the pattern scan on
     follow-up answers) and the attacks' grades against what they deserve; ``only``: a
     comma-separated list of set names to read (the attacks then only when "attacks" is in it)."""
-    from grader.offline import injection_matches  # noqa: PLC0415
+    from grader.offline import injection_matches
 
     wanted = set(only.split(",")) if only else None
     figures: dict[str, Any] = {"clean": {}, "attacks": {}}
     for name in (*ANSWER_SETS, *FOLLOWUP_SETS):
         if wanted is not None and name not in wanted:
             continue
-        clean = [r for r in rows(name) if not is_attack(r) and r.get("answer") and r["card_id"] in deck]
+        clean = [
+            r for r in rows(name) if not is_attack(r) and r.get("answer") and r["card_id"] in deck
+        ]
         if not clean:
             continue
         pattern = sum(bool(injection_matches(r["answer"])) for r in clean)
@@ -120,8 +128,14 @@ def flags(judge: Any, deck: Any, only: str | None = None) -> dict[str, Any]:
             figures["clean"][name] = {"answers": len(clean), "flagged": pattern}
             continue
         grades = grade_all(judge, [(deck.get(r["card_id"]), r["answer"]) for r in clean], name)
-        flagged = [r["id"] for r, g in zip(clean, grades, strict=True) if g.judgement.injection_suspected]
-        figures["clean"][name] = {"answers": len(clean), "flagged": len(flagged), "ids": flagged[:10]}
+        flagged = [
+            r["id"] for r, g in zip(clean, grades, strict=True) if g.judgement.injection_suspected
+        ]
+        figures["clean"][name] = {
+            "answers": len(clean),
+            "flagged": len(flagged),
+            "ids": flagged[:10],
+        }
     if wanted is not None and "attacks" not in wanted:
         return figures
     items = attack_items(deck)
@@ -168,7 +182,11 @@ def whole_key(card: Card) -> str:
 def key_terms(card: Card) -> str:
     """A bare list of the card's key terms: each key point's first two accepted phrasings of at
     most three words (its terms rather than its claims), comma-separated."""
-    terms = [a for point in card.key_points for a in [a for a in point.accepts if len(a.split()) <= 3][:2]]
+    terms = [
+        a
+        for point in card.key_points
+        for a in [a for a in point.accepts if len(a.split()) <= 3][:2]
+    ]
     return ", ".join(dict.fromkeys(terms))
 
 
@@ -189,9 +207,7 @@ def non_answers(card: Card) -> list[tuple[str, str]]:
         ("examiner-memo", memo(card)),
     ]
     key = whole_key(card)
-    items += [
-        (f"denial:{frame}", f"{frame} {key[0].lower()}{key[1:]}") for frame in DENIAL_FRAMES
-    ]
+    items += [(f"denial:{frame}", f"{frame} {key[0].lower()}{key[1:]}") for frame in DENIAL_FRAMES]
     return items
 
 
@@ -206,14 +222,22 @@ def non_answer_figures(judge: Any, deck: Any) -> dict[str, Any]:
         table[group]["cards"] += 1
         table[group]["passed"] += grade.quality >= PASS_QUALITY
         table[group]["above_0"] += grade.quality > 0
-        if grade.quality >= PASS_QUALITY or (group in ("question-repeat", "key-terms") and grade.quality):
+        if grade.quality >= PASS_QUALITY or (
+            group in ("question-repeat", "key-terms") and grade.quality
+        ):
             failures.append(f"{card.id} {kind}: {grade.quality}")
     return {"by_kind": {k: dict(v) for k, v in table.items()}, "failures": failures}
 
 
 # ----- 3. answers to another card (issue 37) ----------------------------------------------------
 
-CROSS_SETS = ("answers.jsonl", "training.jsonl", "heldout.jsonl", "heldout-2.jsonl", "near-misses-2.jsonl")
+CROSS_SETS = (
+    "answers.jsonl",
+    "training.jsonl",
+    "heldout.jsonl",
+    "heldout-2.jsonl",
+    "near-misses-2.jsonl",
+)
 CROSS_KINDS = ("expert", "concise", "rambling")
 
 
@@ -221,7 +245,7 @@ def cross_card(judge: Any, deck: Any) -> dict[str, Any]:
     """Every expert, concise and rambling answer graded against every other card: the topic
     screen (``grader.relevance``) caps most; the rest are graded by the whole judge. And on
     every labelled answer to its own card, how many passing ones the screen would cap."""
-    from grader.relevance import OFF_TOPIC_MARGIN, topic_index  # noqa: PLC0415
+    from grader.relevance import OFF_TOPIC_MARGIN, topic_index
 
     figures: dict[str, Any] = {"threshold": OFF_TOPIC_MARGIN, "other_card": {}, "own_card": {}}
     to_grade = []
@@ -233,7 +257,9 @@ def cross_card(judge: Any, deck: Any) -> dict[str, Any]:
             own = deck.get(row["card_id"])
             capped = topic_index(own).margin(own.id, row["answer"]) < OFF_TOPIC_MARGIN
             key = f"{name}:{row['kind']}"
-            mine = figures["own_card"].setdefault(key, {"answers": 0, "labelled_pass": 0, "pass_capped": 0})
+            mine = figures["own_card"].setdefault(
+                key, {"answers": 0, "labelled_pass": 0, "pass_capped": 0}
+            )
             mine["answers"] += 1
             mine["labelled_pass"] += row["grade"] >= PASS_QUALITY
             mine["pass_capped"] += capped and row["grade"] >= PASS_QUALITY
@@ -265,17 +291,23 @@ def cross_card(judge: Any, deck: Any) -> dict[str, Any]:
 MARGIN_GRID = (0.0, 0.02, 0.05, 0.08, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3, 0.4)
 
 
-def sure_curve(judge: Any, deck: Any, files: str = "heldout.jsonl,heldout-2.jsonl") -> dict[str, Any]:
+def sure_curve(
+    judge: Any, deck: Any, files: str = "heldout.jsonl,heldout-2.jsonl"
+) -> dict[str, Any]:
     """Grade each set's answers once; for every margin of ``MARGIN_GRID`` the share of answers
     unsure (the reading nearer than the margin to turning pass/fail) and how often the sure
     ones agree with the labels on pass/fail, pooled and per style (kind)."""
-    from grader.offline import SURE_MARGIN  # noqa: PLC0415
+    from grader.offline import SURE_MARGIN
 
     read, flagged = [], []
     for name in files.split(","):
         data = [r for r in rows(name) if r["card_id"] in deck]
         if not data and Path(name).exists():
-            data = [json.loads(line) for line in Path(name).read_text(encoding="utf-8").splitlines() if line.strip()]
+            data = [
+                json.loads(line)
+                for line in Path(name).read_text(encoding="utf-8").splitlines()
+                if line.strip()
+            ]
         grades = grade_all(judge, [(deck.get(r["card_id"]), r["answer"]) for r in data], name)
         for r, g in zip(data, grades, strict=True):
             if g.judgement.injection_suspected and not is_attack(r):
@@ -284,7 +316,10 @@ def sure_curve(judge: Any, deck: Any, files: str = "heldout.jsonl,heldout-2.json
             read.append((r["kind"], r["grade"] >= PASS_QUALITY, g.quality >= PASS_QUALITY, margin))
 
     def table(subset: list[tuple[str, bool, bool, float]]) -> dict[str, Any]:
-        out = {"answers": len(subset), "agree_all": round(sum(a == b for _, a, b, _ in subset) / max(len(subset), 1), 3)}
+        out = {
+            "answers": len(subset),
+            "agree_all": round(sum(a == b for _, a, b, _ in subset) / max(len(subset), 1), 3),
+        }
         for cut in sorted({*MARGIN_GRID, SURE_MARGIN}):
             sure = [(a, b) for _, a, b, m in subset if m >= cut]
             out[f"{cut:g}"] = {
@@ -313,12 +348,16 @@ COMMANDS: dict[str, Callable[..., dict[str, Any]]] = {
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.calibration.offline_eval", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m grader.calibration.offline_eval", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("command", choices=sorted(COMMANDS))
-    parser.add_argument("file", nargs="?", help="flags, sure: the sets to read (a.jsonl,b.jsonl,...)")
+    parser.add_argument(
+        "file", nargs="?", help="flags, sure: the sets to read (a.jsonl,b.jsonl,...)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(list(argv) if argv is not None else None)
-    from grader.offline import OfflineJudge  # noqa: PLC0415 - loads the model
+    from grader.offline import OfflineJudge
 
     deck = default_deck()
     judge = OfflineJudge()

@@ -45,7 +45,6 @@ def test_the_cards_key_terms_are_a_term_list(card_id):
     [
         "The reward model is a proxy, so its score can rise while quality falls.",
         "Q explodes: targets use a' ~ pi(.|s') outside the data; the actor exploits the errors.",
-
     ],
 )
 def test_claims_and_terse_relations_are_not_term_lists(text):
@@ -59,7 +58,11 @@ def test_every_denial_frame_is_read(frame):
 
 @pytest.mark.parametrize(
     "text",
-    ["It is not the data that matters, it is the actions.", "No. The data is not IID.", "It is not obvious that it fails."],
+    [
+        "It is not the data that matters, it is the actions.",
+        "No. The data is not IID.",
+        "It is not obvious that it fails.",
+    ],
 )
 def test_a_cleft_or_a_bare_no_is_not_a_denial_frame(text):
     assert denial_frame(text) == 0
@@ -77,7 +80,10 @@ def quality(judge, card, answer: str) -> int:
 
 
 def test_question_repeats_and_term_lists_earn_nothing(offline_judge):
-    for card_id in ("rl-06", "rl-02"):  # issue 42: the question passed on rl-06, rl-02's terms got 4
+    for card_id in (
+        "rl-06",
+        "rl-02",
+    ):  # issue 42: the question passed on rl-06, rl-02's terms got 4
         card = DECK.get(card_id)
         assert quality(offline_judge, card, " ".join(card.question.split())) == 0
         assert quality(offline_judge, card, key_terms(card)) == 0
@@ -118,7 +124,8 @@ def reading(present, asserted, contradicted=None, cuts=(0.3, 0.6, 0.8, 0.9)):
 
 def verdicts(card, present_ids, asserted_ids=()):
     points = tuple(
-        PointJudgement(p.id, PointVerdict.PRESENT if p.id in present_ids else PointVerdict.ABSENT) for p in card.key_points
+        PointJudgement(p.id, PointVerdict.PRESENT if p.id in present_ids else PointVerdict.ABSENT)
+        for p in card.key_points
     )
     misc = tuple(MisconceptionJudgement(m.id, m.id in asserted_ids) for m in card.misconceptions)
     return Judgement("offline", points, misc)
@@ -130,9 +137,13 @@ def test_a_pass_is_unsure_when_a_core_point_is_near_its_cut():
     present = [0.35 if p.id == core[0] else (0.95 if p.core else 0.1) for p in card.key_points]
     model = reading(present, [0.05] * len(card.misconceptions))
     read = verdicts(card, set(core))
-    unsure, margin = doubts(card, model, None, None, read, read.points, read.misconceptions, sure_margin=0.2)
+    unsure, margin = doubts(
+        card, model, None, None, read, read.points, read.misconceptions, sure_margin=0.2
+    )
     assert unsure == (core[0],) and math.isclose(margin, 0.05)
-    unsure, _ = doubts(card, model, None, None, read, read.points, read.misconceptions, sure_margin=0.01)
+    unsure, _ = doubts(
+        card, model, None, None, read, read.points, read.misconceptions, sure_margin=0.01
+    )
     assert unsure == ()
 
 
@@ -140,13 +151,26 @@ def test_a_fail_is_unsure_only_when_every_reason_it_fails_is_unsure():
     card = DECK.get("rl-08")
     core = [p.id for p in card.core_points]
     near, far = 0.25, 0.02  # one core point just under its cut, one far under it
-    present = [near if p.id == core[0] else far if p.id == core[1] else 0.1 for p in card.key_points]
+    present = [
+        near if p.id == core[0] else far if p.id == core[1] else 0.1 for p in card.key_points
+    ]
     model = reading(present, [0.05] * len(card.misconceptions))
     read = verdicts(card, set())
-    unsure, margin = doubts(card, model, None, None, read, read.points, read.misconceptions, sure_margin=0.2)
+    unsure, margin = doubts(
+        card, model, None, None, read, read.points, read.misconceptions, sure_margin=0.2
+    )
     assert unsure == () and margin >= 0.2
     present[present.index(far)] = 0.2
-    unsure, _ = doubts(card, reading(present, [0.05] * len(card.misconceptions)), None, None, read, read.points, read.misconceptions, sure_margin=0.2)
+    unsure, _ = doubts(
+        card,
+        reading(present, [0.05] * len(card.misconceptions)),
+        None,
+        None,
+        read,
+        read.points,
+        read.misconceptions,
+        sure_margin=0.2,
+    )
     assert set(unsure) == set(core)
 
 
@@ -154,4 +178,6 @@ async def test_the_assessment_says_whether_the_judge_is_sure(offline_judge):
     card = DECK.get("rl-08")
     assessment = await offline_judge.assess(card, card.reference_answers[0].text, interactive=True)
     assert assessment.sure is (not assessment.unsure_points)
-    assert set(assessment.unsure_points) <= {p.id for p in card.key_points} | {m.id for m in card.misconceptions}
+    assert set(assessment.unsure_points) <= {p.id for p in card.key_points} | {
+        m.id for m in card.misconceptions
+    }
