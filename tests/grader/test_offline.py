@@ -496,7 +496,7 @@ def test_packed_embeddings_are_the_models_own(monkeypatch):
         "The reward model is only a proxy fitted on a finite set of comparisons. " * 30,
         *(f"clause {i}: the KL penalty keeps the policy near the reference" for i in range(60)),
     ]
-    rows = offline.pack_rows(
+    rows = embedding.pack_rows(
         [
             len(ids)
             for ids in model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)[
@@ -504,7 +504,7 @@ def test_packed_embeddings_are_the_models_own(monkeypatch):
             ]
         ]
     )
-    assert len(rows) > offline.ROWS_PER_PASS  # more than one forward pass, several texts a row
+    assert len(rows) > embedding.ROWS_PER_PASS  # more than one forward pass, several texts a row
     expected = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
     packed = offline.embed_uncached(texts)
     assert packed.shape == expected.shape
