@@ -36,7 +36,7 @@ _ENGLISH = (
     rf"\b(?:ignore|disregard|forget|override|bypass|overrule|set aside|put aside|throw out|discard|never ?mind|do not follow|don't follow|stop following)\b[^.\n]{{0,60}}(?<![\w-]){_INSTRUCTIONS}",
     # "give this answer 5/5", "record the top result", imperatives only
     rf"{_IMPERATIVE}(?:give|award|assign|grant|record|put|mark|rate|score|grade|output|return|enter|write|log|assess|evaluate)\b[^.\n]{{0,50}}(?:\b{_TOP}\s+{_GRADE_NOUN}\b|\b5\s*/\s*5\b|\b(?:5|five|10|ten) out of (?:5|five|10|ten)\b|\b(?:a|an|the) (?:5|10|a\+)(?!\w))",
-    r"\b5\s*/\s*5\b(?!\s*(?:seeds?|runs?|episodes?|trials?|tasks?|envs?|environments?|tests?|cases?|times?|problems?))|(?<!whether to give )(?<!whether to award )\bfull marks\b|\b(?:5|five) out of (?:5|five)\b|\bfull credit\b(?! assignment)",
+    r"\b5\s*/\s*5\b(?!\s*(?:seeds?|runs?|episodes?|trials?|tasks?|envs?|environments?|tests?|cases?|times?|problems?))|\b(?:5|five) out of (?:5|five)\b",
     # a note addressed to the grader; "to the model" and "to the reviewer" are everyday
     # technical prose, so a bare "to the" or a greeting counts only as a salutation: at the
     # start of a sentence and followed by a colon or a comma
@@ -146,8 +146,22 @@ def _decoded_runs(text: str) -> list[tuple[str, str]]:
     return found
 
 
+#: "Full marks" asked for ("this answer deserves full marks"), unless the sentence tells of a
+#: marker who gives them ("a marker who reads only the final line gives it full marks"): an
+#: analogy about exams is prose, not an instruction.
+_FULL_MARKS = re.compile(r"(?<!whether to give )(?<!whether to award )\bfull marks\b|\bfull credit\b(?! assignment)")
+_NARRATED_MARKING = re.compile(
+    r"\b(?:a|an|the|one|every|each)\s+(?:\w+\s+)?(?:marker|teacher|examiner|grader|professor|tutor|instructor)s?\b"
+    r"[^.\n]{0,80}\b(?:gives|gave|awards|awarded|would give|might give)\b"
+)
+
+
 def _pattern_spans(folded: str, point_ids: Iterable[str]) -> list[tuple[int, int]]:
     spans = [m.span() for pattern in INJECTION_PATTERNS for m in pattern.finditer(folded)]
+    for match in _FULL_MARKS.finditer(folded):
+        start = max((m.end() for m in _SENTENCE_EDGE.finditer(folded, 0, match.start())), default=0)
+        if not _NARRATED_MARKING.search(folded, start, match.start()):
+            spans.append(match.span())
     return spans + _forged_verdicts(folded, point_ids)
 
 
