@@ -49,6 +49,11 @@ class Judgement:
     misconceptions: tuple[MisconceptionJudgement, ...] = ()
     injection_suspected: bool = False
     feedback: str = ""
+    #: The point and misconception ids whose verdict the judge is unsure of, when one of them
+    #: read the other way could turn a pass into a fail or a fail into a pass; empty when sure.
+    unsure_points: tuple[str, ...] = ()
+    #: How far the reading is from changing pass/fail (a probability distance; None: not measured).
+    margin: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,6 +72,8 @@ class Judgement:
             ),
             injection_suspected=bool(data.get("injection_suspected", False)),
             feedback=data.get("feedback", ""),
+            unsure_points=tuple(data.get("unsure_points", ())),
+            margin=data.get("margin"),
         )
 
     def verdict_for(self, point_id: str) -> PointVerdict:
@@ -100,6 +107,10 @@ class Assessment:
     needs_confirmation: bool = False
     #: Another judge's reading that disagrees with ``grade`` (which is then the lower of the two).
     second_reading: Grade | None = None
+    #: Whether the judge is sure of pass/fail; when not, ``unsure_points`` are the point and
+    #: misconception ids to ask the learner about (the others are sure and need no question).
+    sure: bool = True
+    unsure_points: tuple[str, ...] = ()
 
 
 @runtime_checkable

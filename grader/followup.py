@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from grader.base import Judgement, PointJudgement, PointVerdict
+from grader.embedding import embed
 
 if TYPE_CHECKING:
     from cards.schema import Card
@@ -77,8 +78,6 @@ def probe_exemplars(card_id: str) -> dict[str, tuple[list[str], np.ndarray, np.n
         found = _EXEMPLARS.get(card_id)
     if found is not None:
         return found
-    from grader.offline import embed
-
     answers = _labelled(card_id)
     vectors = _stored_vectors(card_id, _answers_key(answers))
     if vectors is None:
@@ -98,8 +97,6 @@ def probe_exemplars(card_id: str) -> dict[str, tuple[list[str], np.ndarray, np.n
 
 def store_vectors(card_ids: list[str], path: Path = FOLLOWUP_VECTORS_PATH) -> None:
     """Embed every card's labelled follow-up answers and write them to ``path``."""
-    from grader.offline import embed
-
     arrays: dict[str, np.ndarray] = {}
     for card_id in card_ids:
         answers = _labelled(card_id)
@@ -114,8 +111,6 @@ def exemplar_margin(card_id: str, point_id: str, answer: str, leave_out: str | N
     """Nearest labelled answer that reached the point minus nearest that did not (cosine);
     0 when the probe has no labelled answers of both kinds. ``leave_out``: an author whose
     answers to ignore (the answer's own, when fitting: a new learner has none there)."""
-    from grader.offline import embed
-
     authors, vectors, credited = probe_exemplars(card_id).get(point_id, ([], np.zeros((0, 384)), np.zeros(0, bool)))
     keep = np.asarray([a != leave_out for a in authors], dtype=bool)
     if not (credited & keep).any() or not (~credited & keep).any():

@@ -38,9 +38,7 @@ _INVISIBLE = frozenset("\u034f\u115f\u1160\u3164\uffa0\u2800") | frozenset(
 def strip_invisible(text: str) -> str:
     """``text`` without format characters (category Cf: zero-width, bidi, soft hyphen) or
     other characters that render as nothing."""
-    return "".join(
-        ch for ch in text if unicodedata.category(ch) != "Cf" and ch not in _INVISIBLE
-    )
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf" and ch not in _INVISIBLE)
 
 
 def unhide(text: str) -> str:
@@ -52,7 +50,9 @@ def fold(text: str, *, keep_lines: bool = False) -> str:
     """The comparison form of ``text`` (see the module docstring). With ``keep_lines`` a run
     of white space that holds a line break becomes one newline instead of one space: the same
     length, so offsets in one form are offsets in the other."""
-    if text.isascii():  # no invisible, compatibility or combining characters to undo (40% of answers)
+    if (
+        text.isascii()
+    ):  # no invisible, compatibility or combining characters to undo (40% of answers)
         text = text.lower()
     else:
         text = _fold_unicode(text)
@@ -88,3 +88,48 @@ def occurs_on_word_boundaries(needle: str, haystack: str) -> bool:
     pattern = (r"(?<!\w)" if needle[0].isalnum() or needle[0] == "_" else "") + re.escape(needle)
     pattern += r"(?!\w)" if needle[-1].isalnum() or needle[-1] == "_" else ""
     return re.search(pattern, haystack) is not None
+
+
+# ----- words and stems ---------------------------------------------------------------------------
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?", re.IGNORECASE)
+STOPWORDS = frozenset(
+    """a an the and or but if then than so as of in on at to for from by with without into onto
+    over under about after before between through during is are was were be been being am do
+    does did doing have has had having will would shall should can could may might must it
+    its this that these those there here they them their we our us you your i me my he she
+    his her not no nor never what which who whom whose when where why how all any both each
+    few more most other some such only own same too very just also because while until up
+    down out off again further once don doesn isn aren wasn weren won wouldn shouldn cannot
+    get gets got one it's that's can't don't doesn't isn't won't""".split()  # noqa: SIM905 - a word list reads better as text
+)
+
+
+def tidy_quotes(text: str) -> str:
+    return text.replace("\u2019", "'").replace("\u2018", "'")
+
+
+def words(text: str) -> list[str]:
+    return [word.lower() for word in _WORD.findall(tidy_quotes(text))]
+
+
+def claim_word_count(text: str) -> int:
+    """Words as the offline judge counts them (letters and digits, with an apostrophe suffix)."""
+    return len(_WORD.findall(text))
+
+
+#: Words whose -ical is not the -ic beside it: "critical" is not about the critic.
+_NOT_IC = frozenset({"critical", "critically"})
+
+
+def stem(word: str) -> str:
+    """A crude suffix stripper: enough to match "keeps"/"keep", "trained"/"training" and
+    "quadratically"/"quadratic"."""
+    if word not in _NOT_IC:
+        for suffix in ("ically", "ical"):
+            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+                return word[: -len(suffix)] + "ic"
+    for suffix in ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
