@@ -4,6 +4,7 @@ by point, whose marks the learner taps to correct before confirming."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from bot import texts
@@ -29,21 +30,33 @@ class ConfirmRoom:
             )
         judgement = Judgement.from_json(review.verdict)
         grade = grade_from_judgement(card, judgement, review.answer, check_quotes=False)
-        ticks = tuple(
-            (Button(f"{i}. {texts.MARK[judgement.verdict_for(p.id)]}", Action(Verb.TICK, review.id, str(i)).encode()),)
-            for i, p in enumerate(card.key_points, 1)
-        )
-        buttons = _rows([b for (b,) in ticks], 3) + (
+        second = review.verdict.get("second_reading")
+        doubtful = points_in_doubt(card, judgement, show_all=bool(second or review.verdict.get("show_all")))
+        asked = range(1, len(card.key_points) + 1) if doubtful is None else doubtful
+        ticks = [
+            Button(f"{i}. {texts.MARK[judgement.verdict_for(card.key_points[i - 1].id)]}", Action(Verb.TICK, review.id, str(i)).encode())
+            for i in asked
+        ]
+        buttons = _rows(ticks, 3) + (
             (Button(f"Confirm {grade.quality}/5", Action(Verb.CONFIRM, review.id).encode()),),
         )
+        if doubtful is not None:
+            label = "Correct another point" if doubtful else "Correct a point"
+            buttons += ((Button(label, Action(Verb.TICK, review.id, SHOW_ALL).encode()),),)
         return Reply(
-            texts.assisted_prompt(card, judgement, grade.quality, second=review.verdict.get("second_reading")),
+            texts.assisted_prompt(card, judgement, grade.quality, second=second, doubtful=doubtful),
             kind=ReplyKind.CONFIRM,
             buttons=buttons,
             review_id=review.id,
             card_id=card.id,
         )
 
+    def _show_every_point(self, review: Review, card: Card) -> Reply:
+        """The learner wants to correct a point the judge was sure of: every point gets its button."""
+        verdict = dict(review.verdict or {})
+        verdict["show_all"] = True
+        self._update_review(review.id, verdict=verdict)
+        return self._confirmation_reply(self._load_review(review.id), card)
 
     def _toggle_point(self, review: Review, card: Card, index: int) -> Reply:
         judgement = Judgement.from_json(review.verdict or {"judge": "self", "points": []})
@@ -59,16 +72,27 @@ class ConfirmRoom:
         points.append(PointJudgement(point.id, new_verdict, ""))
         order = {p.id: i for i, p in enumerate(card.key_points)}
         points.sort(key=lambda p: order.get(p.point_id, 99))
-        judgement = Judgement(
-            judge=judgement.judge,
-            points=tuple(points),
-            misconceptions=judgement.misconceptions,
-            injection_suspected=judgement.injection_suspected,
-            feedback=judgement.feedback,
-        )
+        judgement = replace(judgement, points=tuple(points))
         second = (review.verdict or {}).get("second_reading")
-        self._update_review(review.id, verdict=with_second(judgement.to_json(), second))
+        verdict = with_second(judgement.to_json(), second)
+        if (review.verdict or {}).get("show_all"):
+            verdict["show_all"] = True  # the learner asked for every point: ticking keeps them
+        self._update_review(review.id, verdict=verdict)
         return self._confirmation_reply(self._load_review(review.id), card)
+
+
+#: The tick argument that asks for every point's button, not only the doubtful ones.
+SHOW_ALL = "all"
+
+
+def points_in_doubt(card: Card, judgement: Judgement, *, show_all: bool) -> list[int] | None:
+    """The 1-based indices of the key points whose verdict the judge is unsure of (empty: it is
+    sure of every one), or None when every point is to be asked: the judge did not measure its
+    certainty (no margin), a second reading disagrees, or the learner asked to see them all."""
+    if show_all or judgement.margin is None:
+        return None
+    unsure = set(judgement.unsure_points)
+    return [i for i, point in enumerate(card.key_points, 1) if point.id in unsure]
 
 
 def with_second(verdict: dict[str, Any], second: dict[str, Any] | None) -> dict[str, Any]:

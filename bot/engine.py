@@ -26,7 +26,7 @@ from bot import texts, wordings
 from bot.actions import Action, InvalidAction, Verb
 from bot.answers import MAX_ANSWER_CHARS, answer_problem, clean_answer, is_dont_know
 from bot.clock import Clock, local_date
-from bot.confirming import ConfirmRoom, with_second
+from bot.confirming import SHOW_ALL, ConfirmRoom, with_second
 from bot.followups import FollowUps, point_to_probe
 from bot.history import HistoryRoom, snapshot_of
 from bot.locks import LearnerLocks
@@ -543,6 +543,8 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
                 return self._finalize(review.id, card, None, grader="self", quality=action.int_arg(0, 5))
             if verb is Verb.TICK:
                 self._expect(review, ReviewStatus.AWAITING)
+                if action.arg == SHOW_ALL:
+                    return [self._show_every_point(review, card)]
                 return [self._toggle_point(review, card, action.int_arg(1, len(card.key_points)))]
             if verb is Verb.CONFIRM:
                 self._expect(review, ReviewStatus.AWAITING)

@@ -60,6 +60,7 @@ KEYS: dict[tuple[Verb, str | None], str] = {
     (Verb.SETTINGS, "pause"): "p",
     (Verb.SETTINGS, "resume"): "r",
     (Verb.SETTINGS, None): "i",
+    (Verb.TICK, "all"): "g",  # correct a point the judge was sure of
 }
 _NUMBERED = (Verb.TICK, Verb.RATE, Verb.OVERRIDE)
 
@@ -70,9 +71,11 @@ def key_for(button: Button) -> str | None:
         action = Action.decode(button.data)
     except InvalidAction:
         return None
+    if (action.verb, action.arg) in KEYS:
+        return KEYS[(action.verb, action.arg)]
     if action.verb in _NUMBERED and action.arg is not None:
         return action.arg
-    return KEYS.get((action.verb, action.arg)) or KEYS.get((action.verb, None))
+    return KEYS.get((action.verb, None))
 
 
 def machine_timezone() -> str | None:

@@ -121,9 +121,26 @@ def readings_note(judgement: Judgement, quality: int, second: dict[str, Any]) ->
 
 
 def assisted_prompt(
-    card: Card, judgement: Judgement, quality: int, *, second: dict[str, Any] | None = None
+    card: Card,
+    judgement: Judgement,
+    quality: int,
+    *,
+    second: dict[str, Any] | None = None,
+    doubtful: list[int] | None = None,
 ) -> str:
-    lines = ["**Check my reading of your answer.** Tap a point to correct it, then confirm.", ""]
+    """The judge's reading to confirm. ``doubtful``: the 1-based points it is unsure of, the only
+    ones with a button (empty: it is sure of all); None: every point has a button."""
+    if doubtful is None:
+        head = "**Check my reading of your answer.** Tap a point to correct it, then confirm."
+    elif doubtful:
+        names = ", ".join(f"{i}" for i in doubtful)
+        head = (
+            f"**Check my reading of your answer.** I am unsure of point{'s' if len(doubtful) > 1 else ''} "
+            f"{names}: tap {'one' if len(doubtful) > 1 else 'it'} to correct it, then confirm. The rest I am sure of."
+        )
+    else:
+        head = "**My reading of your answer.** I am sure of it; confirm it, or correct a point if I misread you."
+    lines = [head, ""]
     if second:
         lines[1:1] = ["", readings_note(judgement, quality, second)]
     lines += marked_points(card, judgement, numbered=True)
