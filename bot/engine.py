@@ -33,7 +33,6 @@ from bot.locks import LearnerLocks
 from bot.models import CardState, Learner, Review, ReviewStatus, fit_grader_name
 from bot.ops import GRADING
 from bot.recovery import RecoveryRoom
-from bot.reminders import with_push_notice
 from bot.replies import Button, PlotImage, Reply, ReplyKind
 from bot.settings_flow import SettingsRoom
 from bot.snooze import SnoozeRoom
@@ -95,7 +94,7 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
         async with self._locks[learner_id]:
             self.get_learner(learner_id)  # a setting an older version stored badly is repaired first
             replies = self._next_trap(learner_id, extra_new=extra_new, repeat_now=repeat_now)
-            return with_push_notice(self.db, learner_id, self.with_notices(learner_id, replies))
+            return self.with_notices(learner_id, replies)
 
     def _next_trap(
         self, learner_id: int, *, extra_new: bool, repeat_now: bool = False, bind: sa.Connection | None = None
@@ -509,7 +508,7 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
             return [Reply("That button is not one of mine anymore. Send /trap to go on.", kind=ReplyKind.ERROR)]
         try:
             replies = await self._act(learner_id, action)
-            return with_push_notice(self.db, learner_id, self.with_notices(learner_id, replies))
+            return self.with_notices(learner_id, replies)
         except InvalidAction as error:
             return [Reply(f"That button no longer applies: {error}.", kind=ReplyKind.ERROR)]
 

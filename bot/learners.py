@@ -13,7 +13,7 @@ from bot.actions import Action, InvalidAction, Verb
 from bot.clock import Clock, local_date
 from bot.models import CardState, Learner
 from bot.prefs import is_zone
-from bot.pushtime import PUSH_PLATFORMS, next_push_at
+from bot.pushtime import PUSH_PLATFORMS, STOP_AFTER_DAYS, next_push_at
 from bot.replies import Button, Reply, ReplyKind
 
 
@@ -107,7 +107,9 @@ class LearnerRoom:
         return True
 
     def with_notices(self, learner_id: int, replies: list[Reply]) -> list[Reply]:
-        """``replies`` after what this learner has not been told yet (a repaired setting)."""
+        """``replies`` after what this learner has not been told yet: pushes stopped after
+        failing (``take_push_notice``), a repaired setting."""
+        replies = with_push_notice(self.db, learner_id, replies)
         bad = self.zone_notices.pop(learner_id, None)
         if bad is None:
             return replies
@@ -145,3 +147,35 @@ class LearnerRoom:
     @staticmethod
     def _unknown_learner() -> Reply:
         return Reply("I don't know you yet: send /start.", kind=ReplyKind.ERROR)
+
+
+_LEARNER = Learner.__table__  # type: ignore[attr-defined]
+
+
+def take_push_notice(db: sa.Engine, learner_id: int) -> Reply | None:
+    """What a learner whose pushes were stopped after failing is told the next time they write,
+    once: None when nothing is owed (or they resumed meanwhile). Read and cleared in one transaction."""
+    with db.begin() as connection:
+        row = connection.execute(
+            sa.select(_LEARNER.c.push_stopped, _LEARNER.c.paused).where(_LEARNER.c.id == learner_id)
+        ).first()
+        if row is None or row.push_stopped is None:
+            return None
+        cleared = connection.execute(
+            sa.update(_LEARNER)
+            .where(_LEARNER.c.id == learner_id, _LEARNER.c.push_stopped == row.push_stopped)
+            .values(push_stopped=None)
+        ).rowcount
+    if not cleared or not row.paused:  # told by a concurrent request, or already resumed
+        return None
+    return Reply(
+        f"I could not deliver your daily reminder on {STOP_AFTER_DAYS} days running ({row.push_stopped}), so I "
+        "paused them. Send /settings resume to turn them back on.",
+        kind=ReplyKind.INFO,
+    )
+
+
+def with_push_notice(db: sa.Engine, learner_id: int, replies: list[Reply]) -> list[Reply]:
+    """``replies`` after the notice ``take_push_notice`` owes this learner, if any."""
+    notice = take_push_notice(db, learner_id)
+    return replies if notice is None else [notice, *replies]

@@ -6,6 +6,10 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from bot.prefs import stored_zone  # a bad stored zone reads as UTC
 
+#: Pushes given up on this many local days running (every attempt failed: the message
+#: refused, the network down, the adapter raising) stop the learner's pushes until they resume.
+STOP_AFTER_DAYS = 3
+
 #: Platforms with daily pushes; learners elsewhere (the terminal chat) have no push moment.
 PUSH_PLATFORMS = ("telegram", "discord")
 

@@ -29,7 +29,7 @@ Design (README "Running many replicas" says what is guaranteed):
   new day's own moment counts for the snoozed day.
 - A failing push is retried after the lease, ``MAX_ATTEMPTS`` a local day; a learner whose
   every attempt failed on ``STOP_AFTER_DAYS`` days running is paused and told when they next
-  write (``take_push_notice``). docs/reminders.md has the whole design and the fault table.
+  write (``bot.learners.take_push_notice``). docs/reminders.md has the whole design and the fault table.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from sqlalchemy.engine import Connection
 from bot.clock import local_date
 from bot.models import CardState, Learner, PushLog, PushPace, PushStatus
 from bot.ops import DUE_LEARNERS, PUSH_LAG, PUSHES
-from bot.pushtime import local_push_moment
+from bot.pushtime import STOP_AFTER_DAYS, local_push_moment
 from bot.transport import PushOutcome
 
 if TYPE_CHECKING:
@@ -64,9 +64,6 @@ log = logging.getLogger(__name__)
 CLAIM_LEASE = timedelta(minutes=5)
 #: Attempts at one learner's push on one local day; the last failed one gives the day up.
 MAX_ATTEMPTS = 5
-#: Pushes given up on this many local days running (every attempt failed: the message
-#: refused, the network down, the adapter raising) stop the learner's pushes until they resume.
-STOP_AFTER_DAYS = 3
 #: Sustained sends per second per platform, for all replicas together.
 PLATFORM_RATE = {"telegram": 25.0, "discord": 5.0}
 #: A push sent this long after its moment still counts for the moment's local day (a 23:59
@@ -871,34 +868,3 @@ async def start_reminders(settings: Settings, engine: QuizEngine, transports: di
                       next_run_time=datetime.now(tz=None).astimezone())
     scheduler.start()
     return RunningReminders(scheduler, sweeper)
-
-
-def take_push_notice(db: sa.Engine, learner_id: int) -> Reply | None:
-    """What a learner whose pushes were stopped after failing is told the next time they write,
-    once: None when nothing is owed (or they resumed meanwhile). Read and cleared in one transaction."""
-    from bot.replies import Reply, ReplyKind
-
-    with db.begin() as connection:
-        row = connection.execute(
-            sa.select(LEARNER.c.push_stopped, LEARNER.c.paused).where(LEARNER.c.id == learner_id)
-        ).first()
-        if row is None or row.push_stopped is None:
-            return None
-        cleared = connection.execute(
-            sa.update(LEARNER)
-            .where(LEARNER.c.id == learner_id, LEARNER.c.push_stopped == row.push_stopped)
-            .values(push_stopped=None)
-        ).rowcount
-    if not cleared or not row.paused:  # told by a concurrent request, or already resumed
-        return None
-    return Reply(
-        f"I could not deliver your daily reminder on {STOP_AFTER_DAYS} days running ({row.push_stopped}), so I "
-        "paused them. Send /settings resume to turn them back on.",
-        kind=ReplyKind.INFO,
-    )
-
-
-def with_push_notice(db: sa.Engine, learner_id: int, replies: list[Reply]) -> list[Reply]:
-    """``replies`` after the notice ``take_push_notice`` owes this learner, if any."""
-    notice = take_push_notice(db, learner_id)
-    return replies if notice is None else [notice, *replies]

@@ -11,8 +11,9 @@ import sqlalchemy as sa
 
 from bot.actions import Action, Verb
 from bot.clock import FixedClock
+from bot.learners import take_push_notice
 from bot.models import Learner, PushStatus
-from bot.reminders import CLAIM_LEASE, MAX_ATTEMPTS, STOP_AFTER_DAYS, take_push_notice
+from bot.reminders import CLAIM_LEASE, MAX_ATTEMPTS, STOP_AFTER_DAYS
 from bot.replies import Reply
 from bot.transport import PushOutcome
 from tests.test_reminders import (
