@@ -398,7 +398,9 @@ def plot(result: Result) -> bytes:
     colours = {"epsilon_greedy": PALETTE[1], "rlsvi": PALETTE[0], "demos": PALETTE[2]}
     for name, label in labels.items():
         top.plot(lengths, s[f"{name}_median_episodes"], "o-", color=colours[name], label=label)
-    top.plot(lengths, s["exact_random_walk_median"], "--", color="grey", label="random walk (exact)")
+    top.plot(
+        lengths, s["exact_random_walk_median"], "--", color="grey", label="random walk (exact)"
+    )
     top.axhline(s["epsilon_simulated_episodes"], color="black", lw=1.2, ls=":")
 
     top.set_yscale("log")

@@ -437,7 +437,7 @@ def run(config: Config = Config()) -> Result:
 
 def plot(result: Result) -> bytes:
     """Q vs true return over training; critics across actions; the two penalty estimators."""
-    series, metrics = result.series, result.metrics
+    series = result.series
     fig, (ax_train, ax_probe, ax_penalty) = phone_figure(
         3,
         height_per_panel=2.9,
@@ -474,7 +474,11 @@ def plot(result: Result) -> bytes:
     ax_penalty.axvspan(low, high, color="grey", alpha=0.25)
     ax_penalty.plot(grid, series["push_density"], color=PALETTE[0], label="log-sum-exp: softmax(Q)")
     ax_penalty.axvline(
-        series["push_argmax_action"], color=PALETTE[1], ls="--", lw=2.4, label="hard max: one action"
+        series["push_argmax_action"],
+        color=PALETTE[1],
+        ls="--",
+        lw=2.4,
+        label="hard max: one action",
     )
     style_panel(
         ax_penalty,

@@ -117,7 +117,9 @@ def test_plot_reads_on_a_phone(sim_id, rendered):
     assert width == PHONE_WIDTH_PX, f"{width} px wide"
     assert height <= 3 * width, f"{height} px tall: too long to scroll on a phone"
     if sim_id in TOO_TALL_YET:
-        assert height <= (TOO_TALL_YET[sim_id] + 0.01) * width, f"{height} px tall: taller than before"
+        assert height <= (TOO_TALL_YET[sim_id] + 0.01) * width, (
+            f"{height} px tall: taller than before"
+        )
     else:
         assert height <= MAX_HEIGHT_OVER_WIDTH * width, f"{height} px tall for {width} wide"
 

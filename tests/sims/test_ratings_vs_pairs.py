@@ -28,7 +28,10 @@ def check_claims(m: dict[str, float]) -> None:
             > m[f"miscalibrated_pairs_bt_spearman_{budget}"] + 0.01
         )
     # ... but z-scoring needs those ratings: at one read per response it is below pairs
-    assert m["miscalibrated_ratings_zscored_spearman_1"] < m["miscalibrated_pairs_bt_spearman_1"] - 0.005
+    assert (
+        m["miscalibrated_ratings_zscored_spearman_1"]
+        < m["miscalibrated_pairs_bt_spearman_1"] - 0.005
+    )
     for budget in LOW_BUDGETS:
         # calibrated raters: a rating carries more than half a comparison, ratings win clearly
         assert (
