@@ -47,12 +47,10 @@ from sims.common import PALETTE, Result, legend_below, phone_figure, save_png, s
 TITLE = "Rejection sampling with answer-only checks: helps at small N, lucky guesses win at large N"
 CAPTION = (
     "Top: as samples per problem N grow, the share of deduplicated fine-tuning paths that "
-    "reached the right answer by flawed reasoning climbs, most on hard problems, which start "
-    "contributing once N ~ 1/q (q: the lucky-answer rate). Bottom: with dedup, the student "
-    "beats the base model at small N and falls below it at large N. The crash needs dedup: "
-    "without it the share stays flat and the student stays near 0.44 error at every N (spread "
-    "<= 0.03 on seeds 0-19), its set full of copies of easy problems. A process check keeps "
-    "the gain."
+    "reached the right answer by flawed reasoning climbs, most on hard problems (from N ~ 1/q). "
+    "Bottom: with dedup the student beats the base model at small N and falls below it at large "
+    "N. The crash needs dedup: without it the student stays near 0.44 error at every N (spread "
+    "<= 0.03, seeds 0-19), its set full of easy copies. A process check keeps the gain."
 )
 
 
