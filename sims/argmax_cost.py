@@ -394,7 +394,7 @@ def plot(result: Result) -> bytes:
     d, iterations = series["action_dim"], series["cem_iterations"]
     fig, (ax_dims, ax_costs, ax_quality) = phone_figure(
         3,
-        height_per_panel=3.85,
+        height_per_panel=3.0,
         title=f"At d = {d}: grid search is hopeless, CEM is fast but approximate, "
         "an actor is fast and near-best",
     )
@@ -435,10 +435,9 @@ def plot(result: Result) -> bytes:
     positions = np.arange(len(names))[::-1]
     ax_costs.barh(positions, [value * 1e3 for _, value in names], color=PALETTE[0])
     ax_costs.set_yticks(positions, [name for name, _ in names])
-    ax_costs.axvline(BUDGET_S * 1e3, color="black", ls=":", lw=2, label="5 ms budget")
+    ax_costs.axvline(BUDGET_S * 1e3, color="black", ls=":", lw=2)  # the same dotted budget as above
     ax_costs.set_xscale("log")
     style_panel(ax_costs, f"At d = {d}: one action, or one training step", "CPU ms (log)")
-    legend_below(ax_costs)
 
     labels = [
         (f"random, {series['budget_samples']} samples", "quality_random"),

@@ -34,8 +34,8 @@ memorising one by gradient descent. The amount of regularisation matters both wa
 times larger the quadratic model bends too little for VICE to settle on the goal (success
 0.17-0.43 over seeds 0-5); with l2 = 0.0002 the uniform-negatives classifier gets so sharp on
 one seed in ten that it pays almost nothing away from the goal, the memorising failure again
-(success 0). Top: the static classifier's reward (initial negatives).
-Middle: VICE's reward after training. Bottom: success rate of each agent over training.
+(success 0). Top: success rate of each agent over training, the memorising classifier's first.
+Bottom: the memorising, static and VICE rewards along the top edge of the grid (the goal's row).
 """
 
 from __future__ import annotations
@@ -48,11 +48,10 @@ from sims.common import PALETTE, Result, legend_below, phone_figure, save_png, s
 
 TITLE = "Success-classifier rewards: exploited where negatives never went, unless refreshed (VICE)"
 CAPTION = (
-    "Top: a classifier fitted once, with the failures seen so far as negatives, scores highest "
-    "beyond the 50 success examples, at the top-right corner, and Q-learning parks there. "
-    "Middle: VICE refits it with the policy's own states as negatives, and the peak moves to "
-    "the examples. Bottom: success; a memorising classifier pays nothing, and a static one "
-    "works only when its negatives already covered the whole space."
+    "Top: a classifier that memorised its 50 success examples pays ~0 everywhere outside the "
+    "goal, so Q-learning on it never reaches the goal (dashed, flat at 0). A smooth classifier "
+    "fitted once on the failures seen so far peaks beyond the examples and is exploited; VICE "
+    "refits it on the policy's own states and learns. Bottom: the rewards along the top edge."
 )
 
 MOVES = np.array([[1, 0], [-1, 0], [0, 1], [0, -1]])  # right, left, up, down (cells)
@@ -268,6 +267,12 @@ def run(config: Config = Config()) -> Result:
             "vice_peak": centres[reward["vice"].argmax()].tolist(),
             "vice_reward": reward["vice"].reshape(config.grid, config.grid).tolist(),
             "examples": examples.tolist(),
+            # rows of reshape(grid, grid) are y; the last row is the top edge, where the goal is
+            "top_row_x": centres[: config.grid, 0].tolist(),
+            "top_row": {
+                name: reward[name].reshape(config.grid, config.grid)[-1].tolist()
+                for name in ("memorised", "static", "vice")
+            },
             "success": {name: success[index].tolist() for index, name in enumerate(AGENTS)},
             "parallel": config.parallel,
         },
@@ -275,54 +280,48 @@ def run(config: Config = Config()) -> Result:
 
 
 def plot(result: Result) -> bytes:
-    """Static and VICE reward maps; success curves of all four agents."""
+    """Top: success of each agent (the memorising classifier's flat zero first). Bottom: each
+    classifier's reward along the top row of the grid, where the goal sits."""
     series = result.series
-    fig, (static, vice, curves) = phone_figure(
-        3,
-        height_per_panel=4.5,
+    fig, (curves, profile) = phone_figure(
+        2,
+        height_per_panel=3.4,
         title=(
-            "A classifier reward is exploited where its negatives never went; "
-            "VICE adds the policy's states as negatives"
+            "A memorising success classifier pays ~0 off its own examples, so nothing is "
+            "learnt; a smooth one fitted once is exploited"
         ),
     )
-    examples = np.array(series["examples"])
-    for ax, key, title in (
-        (static, "static", "Fitted once: peak past the examples"),
-        (vice, "vice", "VICE, refitted: peak on the examples"),
-    ):
-        image = ax.imshow(
-            np.array(series[f"{key}_reward"]),
-            origin="lower",
-            extent=(0, 1, 0, 1),
-            vmin=0,
-            vmax=1,
-            cmap="viridis",
-        )
-        ax.scatter(
-            examples[:, 0],
-            examples[:, 1],
-            s=14,
-            facecolors="none",
-            edgecolors=PALETTE[1],
-            linewidths=0.9,
-            label="success examples",
-        )
-        ax.plot(0.033, 0.033, "o", color=PALETTE[3], ms=10, label="start")
-        ax.plot(
-            *series[f"{key}_peak"], "X", color="white", mec="black", ms=16, label="highest reward"
-        )
-        style_panel(ax, title, "x position", "y position")
-        ax.grid(False)
-        ax.set_xticks([0, 0.5, 1])
-        ax.set_yticks([0, 0.5, 1])
-        fig.colorbar(image, ax=ax, fraction=0.05, pad=0.03, label="reward")
-    legend_below(vice, ncol=3)
-
-    colors = dict(zip(AGENTS, (PALETTE[1], PALETTE[3], PALETTE[2], PALETTE[0])))
+    colors = dict(zip(AGENTS, (PALETTE[1], PALETTE[3], PALETTE[0], PALETTE[2])))
     episodes = np.arange(1, len(series["success"]["vice"]) + 1) * series["parallel"]
     for name in AGENTS:
-        curves.plot(episodes, series["success"][name], color=colors[name], label=LABELS[name])
-    curves.set_ylim(-0.03, 1.05)
-    style_panel(curves, "Q-learning on each reward", "episodes", "ends in goal")
-    legend_below(curves)
+        memorising = name == "memorised"
+        curves.plot(
+            episodes,
+            series["success"][name],
+            color=colors[name],
+            ls="--" if memorising else "-",
+            lw=3.4 if memorising else 2.2,
+            zorder=5 if memorising else 2,
+            label=LABELS[name],
+        )
+    curves.set_ylim(-0.05, 1.05)
+    style_panel(curves, "Q-learning on each classifier's reward", "episodes", "ends in goal")
+    legend_below(curves, ncol=2)
+
+    x = np.array(series["top_row_x"])
+    low, high = 0.5 - GOAL_RADIUS, 0.5 + GOAL_RADIUS
+    profile.axvspan(low, high, color="gray", alpha=0.2)
+    for name in ("memorised", "static", "vice"):
+        profile.plot(
+            x,
+            series["top_row"][name],
+            color=colors[name],
+            ls="--" if name == "memorised" else "-",
+            lw=3.4 if name == "memorised" else 2.2,
+            marker="o",
+            ms=5,
+        )
+    profile.set_ylim(-0.05, 1.05)
+    profile.set_xticks([0, 0.5, 1])
+    style_panel(profile, "Reward along the top edge (goal shaded)", "x position", "reward")
     return save_png(fig)

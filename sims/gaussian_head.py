@@ -39,7 +39,8 @@ TITLE = "Gaussian policy head on bimodal demos: the mean steers into the obstacl
 CAPTION = (
     "The expert swerves left or right, never straight. Gaussian heads of every width put their "
     "mean in the gap (into the obstacle) and spread their mass across it; a 2-component "
-    "mixture or a categorical head over action bins keeps two separate modes."
+    "mixture or a categorical head over action bins keeps two separate modes (on seeds 0-19: "
+    "at most 0.11 and 0.03 of their mass in the gap, against the Gaussian's 0.39)."
 )
 
 

@@ -239,10 +239,22 @@ def plot(result: Result) -> bytes:
     max_kl = max(max(curve) for curve in series["kl"])
     ticks = [value for value in (0, 1, 3, 10, 30, 100, 300) if value <= max_kl * 1.05]
     bottom.set_xticks(np.sqrt(ticks), [str(value) for value in ticks])
-    bottom.set_ylim(-3.0 * gold_peak, 1.6 * metrics["gold_best_possible"])
+    floor = -3.0 * gold_peak
+    bottom.set_ylim(floor, 1.6 * metrics["gold_best_possible"])
+    for index in range(len(betas)):
+        end_x, end_gold = float(np.sqrt(series["kl"][index][-1])), series["gold"][index][-1]
+        if end_gold < floor:  # the run ended below the axis: a marker on the edge, its value above
+            bottom.annotate(  # text, not a plotted point, so it is no extra series
+                f"{end_gold:.0f}\n▼",
+                (end_x, floor),
+                ha="center",
+                va="bottom",
+                fontsize=16,
+                color=PALETTE[index % len(PALETTE)],
+            )
     style_panel(
         bottom,
-        "Gold reward gain; dot = end of run",
+        "Gold reward gain; dot = end of run (▼ below the axis)",
         "KL(pi || pi_ref), nats (sqrt scale)",
         "gold gain",
     )

@@ -33,7 +33,9 @@ problems whose pass rate is near chance was tried here and helps little: once N 
 lucky paths come from medium problems too.) Choose N on held-out accuracy either way.
 
 Top: the share of flawed paths in the fine-tuning set against N. Bottom: the student's test
-error against N, with the base model's.
+error against N, with the base model's, for the deduplicated set, the set without dedup (which
+never crashes: on seeds 0-19 its error moves by at most 0.03 across N and stays at least 0.10
+under the base model's) and the process check.
 """
 
 from __future__ import annotations
@@ -45,11 +47,10 @@ from sims.common import PALETTE, Result, legend_below, phone_figure, save_png, s
 TITLE = "Rejection sampling with answer-only checks: helps at small N, lucky guesses win at large N"
 CAPTION = (
     "Top: as samples per problem N grow, the share of deduplicated fine-tuning paths that "
-    "reached the right answer by flawed reasoning climbs, most on hard problems, which start "
-    "contributing once N ~ 1/q (q: the lucky-answer rate). Without dedup the share stays flat, "
-    "but copies of easy problems fill the set. Bottom: at small N the student beats the base "
-    "model; at large N it learns to guess and falls below it. A process check keeps the gain, "
-    "though it still lets a few flawed paths through."
+    "reached the right answer by flawed reasoning climbs, most on hard problems (from N ~ 1/q). "
+    "Bottom: with dedup the student beats the base model at small N and falls below it at large "
+    "N. The crash needs dedup: without it the student stays near 0.44 error at every N (spread "
+    "<= 0.03, seeds 0-19), its set full of easy copies. A process check keeps the gain."
 )
 
 
@@ -214,7 +215,7 @@ def plot(result: Result) -> bytes:
     fig, (top, bottom) = phone_figure(
         2,
         height_per_panel=4.6,
-        title="More samples per problem help, then lucky guesses take over the fine-tuning set",
+        title="With dedup, more samples per problem help, then lucky guesses take over the set",
     )
     top.plot(counts, series["share_rft"], "o-", color=PALETTE[1], label="answer check (RFT)")
     top.plot(
@@ -242,6 +243,9 @@ def plot(result: Result) -> bytes:
 
     bottom.plot(counts, series["error_rft"], "o-", color=PALETTE[1], label="answer check (RFT)")
     bottom.plot(counts, series["error_process"], "^-", color=PALETTE[2], label="process check")
+    bottom.plot(
+        counts, series["error_raw"], "s:", color="gray", lw=1.8, label="answer check, no dedup"
+    )
     bottom.axhline(series["base_error"], color="black", lw=1.6, ls=":", label="base model")
     style_panel(
         bottom, "Student's test error (free-form answers)", "samples per problem N", "test error"

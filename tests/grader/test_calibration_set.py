@@ -144,6 +144,9 @@ def test_the_second_near_miss_set_fails_its_near_misses_and_passes_its_rambling_
             if row["kind"] == "rambling":
                 assert grade >= 3, row["id"]
                 continue
+            if row.get("key_changed"):  # written as a near miss; a later key makes it a pass
+                assert grade >= 3, row["id"]
+                continue
             assert grade <= 2, row["id"]
             if row["kind"] == "missing-core":
                 assert any(row["points"][point] in ("absent", "partial") for point in core), row["id"]
@@ -163,6 +166,9 @@ def test_the_near_miss_set_fails_on_every_card():
         core = {point.id for point in card.key_points if point.core}
         for row in mine:
             grade = rule_grade(card, row)
+            if row.get("key_changed"):  # written as a near miss; a later key makes it a pass
+                assert grade == row["grade"] >= 3, row["id"]
+                continue
             assert grade == row["grade"] and grade <= 2, row["id"]
             if row["kind"] == "missing-core":
                 assert any(row["points"][point] in ("absent", "partial") for point in core), row["id"]

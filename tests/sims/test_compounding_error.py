@@ -1,7 +1,8 @@
 """compounding_error: BC's cost grows ~T^2, DAgger's and BC-then-RL's ~T (rl-01); more
-demonstrations lower BC's cost but BC then RL stays far below it at every size (rl-03).
+demonstrations lower BC's cost, but on the same demonstrations one mistake costs BC ~T/2 steps
+and BC then RL ~1 at every size (rl-03).
 
-Asserted on the default config the learner sees: two seeds fast, seeds 0-9 slow.
+Asserted on the default config the learner sees: two seeds fast, seeds 0-19 slow.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ def assert_claims(m: dict[str, float], series: dict) -> None:
     assert m["sweep_bc_cost_most"] < 0.05 * m["sweep_bc_cost_fewest"]
     # ... but at every size BC costs many times more than BC then RL, and many times the
     # number of mistakes it makes: each mistake leaves the demonstrated states for good.
+    # Seeds 0-19: BC >= 19.7 steps per mistake, BC then RL <= 1.25, ratio >= 15.8.
     assert m["sweep_min_bc_over_bc_rl"] > 5
     assert m["sweep_min_bc_cost_over_mistakes"] > 10
+    assert m["sweep_max_bc_rl_cost_over_mistakes"] < 2
 
 
 @pytest.mark.parametrize("seed", FAST_SEEDS)
@@ -39,8 +42,8 @@ def test_claims_on_the_default_config(seed):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(10))
-def test_claims_on_seeds_0_to_9(seed):
+@pytest.mark.parametrize("seed", range(20))
+def test_claims_on_seeds_0_to_19(seed):
     result = sim.run(sim.Config(seed=seed))
     assert_claims(result.metrics, result.series)
 

@@ -14,14 +14,16 @@ FAST_SEEDS = (0, 5)
 def assert_claims(m: dict[str, float]) -> None:
     # The reward model fits the judge on real responses (it is a decent reward model).
     assert m["reward_model_fit_correlation"] > 0.8
-    # REINFORCE, unbiased for the real objective, ends within 0.6 of the best real response
-    # (rewards are in judge units, spread about 1 per response around their mean).
-    assert m["real_final_reinforce"] > m["best_real_response"] - 0.6
-    # Gumbel-softmax at tau = 1 leaves a policy whose real samples earn clearly less ...
-    assert m["real_gap_reinforce_minus_gumbel"] > 0.4
-    # ... while the soft blends it optimised score far above those samples: scores its discrete
-    # text does not get. (They also top the best real response on all ten seeds, but by as little
-    # as 0.004 on one, so that is not asserted.)
+    # REINFORCE is unbiased for the real objective but can stop at a second-best response: on
+    # seeds 0-19 it ends within 0.01 of the best real response on 11 and 0.835 below it at worst
+    # (seed 17), so only "below the best by less than 1" (the spread of one response) is asserted.
+    assert m["real_final_reinforce"] > m["best_real_response"] - 1.0
+    # Gumbel-softmax at tau = 1 leaves a policy whose real samples earn clearly less (seeds
+    # 0-19: by 0.42 at least) ...
+    assert m["real_gap_reinforce_minus_gumbel"] > 0.3
+    # ... while the soft blends it optimised score far above those samples (seeds 0-19: by 1.157
+    # at least): scores its discrete text does not get. (They also topped the best real response
+    # on seeds 0-9, but by as little as 0.004 on one, so that is not asserted.)
     assert m["soft_minus_real_gumbel"] > 1.0
     # A lower temperature shrinks the blend, and with it the gap between soft and real.
     assert (
@@ -35,8 +37,8 @@ def test_claims_on_the_default_config(seed):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(10))
-def test_claims_on_seeds_0_to_9(seed):
+@pytest.mark.parametrize("seed", range(20))
+def test_claims_on_seeds_0_to_19(seed):
     assert_claims(sim.run(sim.Config(seed=seed)).metrics)
 
 

@@ -1,7 +1,7 @@
 """offline_q_overestimation: offline SAC's Q runs away from its true return; CQL's does not
 (rl-12); the sampled log-sum-exp penalty is biased low and cheap, a max-hunter is slower (rl-10).
 
-Asserted on the default config the learner sees: two seeds fast, seeds 0-9 slow.
+Asserted on the default config the learner sees: two seeds fast, seeds 0-19 slow.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ def assert_claims(m: dict[str, float]) -> None:
     # The max-hunter needs more evaluations than CQL's 20 samples to get within 0.1 of the max.
     assert m["hunter_evaluations_to_within_0p1"] > m["cql_samples_per_state"]
     assert m["hunter_final_gap_to_max"] < 0.5
+    # The closed form's push-down (softmax(Q)) covers the over-valued actions, not one argmax.
+    assert m["push_share_beyond_0p1_of_max"] > 0.5
+    assert m["push_share_off_data"] > 0.5
 
 
 @pytest.mark.parametrize("seed", FAST_SEEDS)
@@ -37,8 +40,8 @@ def test_claims_on_the_default_config(seed):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(10))
-def test_claims_on_seeds_0_to_9(seed):
+@pytest.mark.parametrize("seed", range(20))
+def test_claims_on_seeds_0_to_19(seed):
     assert_claims(sim.run(sim.Config(seed=seed)).metrics)
 
 

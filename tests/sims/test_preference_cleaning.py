@@ -1,5 +1,6 @@
 """preference_cleaning: dirty pairs teach the length shortcut; agreement filtering alone keeps a
-biased duplicated source; dedup + length balance (hard or soft labels) fix it."""
+biased duplicated source; dedup + length balance fix it, and with them fixed the label
+treatment (hard, unanimous-only, soft) changes accuracy by < 0.01."""
 
 from __future__ import annotations
 
@@ -23,24 +24,30 @@ def check_claims(m: dict[str, float]) -> None:
     assert m["agreement_accuracy"] < m["raw_accuracy"] - 0.02
     assert m["agreement_templated_share"] > m["raw_templated_share"] + 0.15
     assert m["agreement_length_share"] > m["raw_length_share"]
-    # with length balancing the shortcut goes
-    assert m["agreement_balanced_accuracy"] > m["raw_accuracy"] + 0.08
-    assert m["agreement_balanced_length_share"] < 0.3
+    # dedup + length balancing remove the shortcut
     assert m["dedup_balanced_accuracy"] > m["ceiling_accuracy"] - 0.02
     assert abs(m["dedup_balanced_length_share"]) < 0.1
-    # soft labels keep every pair and do at least as well as dropping disagreements
-    assert m["dedup_balanced_soft_accuracy"] > m["agreement_balanced_accuracy"] + 0.01
-    assert m["dedup_balanced_soft_rows"] > 2 * m["agreement_balanced_rows"]
-    assert m["dedup_balanced_soft_accuracy"] > m["ceiling_accuracy"] - 0.02
+    # with dedup and balance held fixed, how disagreement is labelled barely matters: dropping
+    # split votes keeps about a third of the rows, and hard, unanimous-only and soft labels
+    # differ by < 0.01 (seeds 0-19: filter cost -0.001..0.005, soft labels -0.007..-0.001)
+    assert m["dedup_balanced_agreement_rows"] < 0.4 * m["dedup_balanced_rows"]
+    for name in ("dedup_balanced_agreement", "dedup_balanced_soft"):
+        assert abs(m[f"{name}_accuracy"] - m["dedup_balanced_accuracy"]) < 0.01
+        assert m[f"{name}_accuracy"] > m["ceiling_accuracy"] - 0.02
 
 
 def test_claims_hold_at_seed_0():
     check_claims(sim.run(DEFAULT).metrics)
 
 
+@pytest.mark.parametrize("seed", [1])
+def test_claims_hold_at_a_second_seed(seed):
+    check_claims(sim.run(sim.Config(seed=seed)).metrics)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(10))
-def test_claims_hold_on_ten_seeds(seed):
+@pytest.mark.parametrize("seed", range(20))
+def test_claims_hold_on_seeds_0_to_19(seed):
     check_claims(sim.run(sim.Config(seed=seed)).metrics)
 
 

@@ -1,5 +1,5 @@
-"""ratings_vs_pairs: pairs + Bradley-Terry beat averaged 1-10 ratings when raters are
-miscalibrated; with calibrated raters ratings win per judgment."""
+"""ratings_vs_pairs: at equal responses read (a comparison reads two), per-rater z-scored
+ratings beat pairs once each rater has rated enough, and calibrated raters' ratings win."""
 
 from __future__ import annotations
 
@@ -13,36 +13,44 @@ LOW_BUDGETS = (1, 2, 4)
 
 
 def check_claims(m: dict[str, float]) -> None:
-    """Every claim of the caption, on one run's metrics (12 worlds per budget and regime)."""
+    """Every claim of the caption, on one run's metrics (12 worlds per budget and regime), at
+    equal responses read. Margins on seeds 0-19: z-scored over pairs >= 0.019 at 4-16 reads;
+    z-scored below pairs by >= 0.012 at 1 read; calibrated ratings over pairs >= 0.142 at 1-4."""
     for regime in sim.REGIMES:
         # real disagreement: two labellers agree on ~3/4 of comparisons, as in InstructGPT
         assert 0.72 < m[f"{regime}_pair_agreement"] < 0.8
         for method in sim.METHODS:
             assert m[f"{regime}_{method}_spearman_4"] > m[f"{regime}_{method}_spearman_1"]
-    for budget in LOW_BUDGETS:
-        # miscalibrated raters: pairs rank clearly better at equal budget
+    for budget in (4, 8, 16):
+        # miscalibrated raters: once each rater has rated enough, z-scoring beats pairs
         assert (
-            m[f"miscalibrated_pairs_bt_spearman_{budget}"]
-            > m[f"miscalibrated_ratings_mean_spearman_{budget}"] + 0.05
+            m[f"miscalibrated_ratings_zscored_spearman_{budget}"]
+            > m[f"miscalibrated_pairs_bt_spearman_{budget}"] + 0.01
         )
-        # calibrated raters: a rating carries more than a comparison, ratings win
+    # ... but z-scoring needs those ratings: at one read per response it is below pairs
+    assert (
+        m["miscalibrated_ratings_zscored_spearman_1"]
+        < m["miscalibrated_pairs_bt_spearman_1"] - 0.005
+    )
+    for budget in LOW_BUDGETS:
+        # calibrated raters: a rating carries more than half a comparison, ratings win clearly
         assert (
             m[f"calibrated_ratings_mean_spearman_{budget}"]
-            > m[f"calibrated_pairs_bt_spearman_{budget}"] + 0.02
+            > m[f"calibrated_pairs_bt_spearman_{budget}"] + 0.1
         )
-    # z-scoring needs many ratings per rater: at one judgment per response it does not rescue them
-    assert (
-        m["miscalibrated_pairs_bt_spearman_1"] > m["miscalibrated_ratings_zscored_spearman_1"] + 0.1
-    )
 
 
 def test_claims_hold_at_seed_0():
     check_claims(sim.run(DEFAULT).metrics)
 
 
+def test_claims_hold_at_seed_1():
+    check_claims(sim.run(sim.Config(seed=1)).metrics)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(10))
-def test_claims_hold_on_ten_seeds(seed):
+@pytest.mark.parametrize("seed", range(20))
+def test_claims_hold_on_seeds_0_to_19(seed):
     check_claims(sim.run(sim.Config(seed=seed)).metrics)
 
 
