@@ -1,16 +1,15 @@
-"""Fixtures for the sims tests: a private cache directory, real fast sims, and the slow marker.
+"""Fixtures for the sims tests: a private cache directory and real fast sims.
 
 Nothing here replaces trapbot code. The cache, service and CLI tests run real simulations; the
 two chosen below are the cheapest of the registry (trajectory_stitching is numpy-only and runs
 in about 0.1 s of CPU before plotting; the torch sims take 0.3 to 1.5 s of CPU warm).
 
-Tests marked ``slow`` prove a claim on all ten seeds 0-9 of a sim's default config; they are
-skipped unless RUN_SLOW=1 (the fast tests run two seeds).
+Tests marked ``slow`` prove a claim on all ten seeds 0-9 of a sim's default config; the root
+conftest skips them unless RUN_SLOW=1 (``make test-slow``); the fast tests run two seeds.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -18,17 +17,6 @@ from pathlib import Path
 import pytest
 
 from sims import cache, registry
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``slow`` (all ten seeds of a claim) run only with RUN_SLOW=1."""
-    if os.environ.get("RUN_SLOW") == "1":
-        return
-    skip = pytest.mark.skip(reason="slow: proves all ten seeds; set RUN_SLOW=1 to run it")
-    for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
-
 
 #: The two fastest sims. trajectory_stitching is numpy-only, so a fresh process computing it
 #: never imports torch; pg_baseline is the fastest of those that do.
