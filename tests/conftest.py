@@ -32,6 +32,7 @@ SHARED = ROOT.parent / "shared"
 PG_URL = os.environ.get("TEST_DATABASE_URL")
 
 
+@pytest.hookimpl(trylast=True)  # after the sub-directories' conftests have marked theirs
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``slow`` run only with RUN_SLOW=1 (``make test-slow``)."""
     if os.environ.get("RUN_SLOW") == "1":

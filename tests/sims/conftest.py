@@ -18,6 +18,25 @@ import pytest
 
 from sims import cache, registry
 
+#: Tests that check every sim of the registry at its default config (a whole set): each runs
+#: fast on the fastest sim only and is marked ``slow`` for the others (``make test-slow``).
+#: Every sim's own file keeps a fast plot check on a small config (test_plot_is_phone_width).
+WHOLE_REGISTRY_TESTS = ("test_plot_reads_on_a_phone",)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects and the root conftest skips
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` the whole-registry tests' items for every sim but the fastest."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if (
+            getattr(item, "originalname", None) in WHOLE_REGISTRY_TESTS
+            and callspec is not None
+            and callspec.params.get("sim_id") != FAST_SIMS[0]
+        ):
+            item.add_marker(pytest.mark.slow)
+
+
 #: The two fastest sims. trajectory_stitching is numpy-only, so a fresh process computing it
 #: never imports torch; pg_baseline is the fastest of those that do.
 FAST_SIMS = ("trajectory_stitching", "pg_baseline")
