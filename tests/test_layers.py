@@ -194,9 +194,11 @@ def layer_report(
     floors: Mapping[str, int],
     allowed_upward: frozenset[tuple[str, str]] = frozenset(),
     allowed_circles: frozenset[frozenset[str]] = frozenset(),
+    edges: list[Edge] | None = None,
 ) -> list[str]:
     """Every violation not on the allow-lists, one readable entry each; empty when the graph is clean."""
-    edges = import_graph(root, floors)
+    if edges is None:
+        edges = import_graph(root, floors)
     problems = []
     for edge in sorted(
         upward_imports(edges, floors), key=lambda e: (e.importer, e.imported, e.line)
@@ -213,17 +215,23 @@ def layer_report(
     return problems
 
 
-def test_no_circle_and_no_upward_import():
-    problems = layer_report(ROOT, FLOORS, KNOWN_UPWARD_IMPORTS, KNOWN_CIRCLES)
+@pytest.fixture(scope="module")
+def project_edges() -> list[Edge]:
+    """The project's import graph, read once for the tests below."""
+    return import_graph(ROOT, FLOORS)
+
+
+def test_no_circle_and_no_upward_import(project_edges: list[Edge]):
+    problems = layer_report(ROOT, FLOORS, KNOWN_UPWARD_IMPORTS, KNOWN_CIRCLES, project_edges)
     assert not problems, (
         "the import graph breaks the layering cards < grader, sims < bot "
         f"({len(problems)} violation(s)):\n" + "\n".join(problems)
     )
 
 
-def test_allow_lists_hold_only_current_violations():
+def test_allow_lists_hold_only_current_violations(project_edges: list[Edge]):
     """A fixed violation leaves the allow-list, so it cannot come back unnoticed."""
-    edges = import_graph(ROOT, FLOORS)
+    edges = project_edges
     upward_now = {(edge.importer, edge.imported) for edge in upward_imports(edges, FLOORS)}
     circles_now = set(circles(edges))
     stale = [f"  upward import {a} -> {b}" for a, b in sorted(KNOWN_UPWARD_IMPORTS - upward_now)]
