@@ -1,10 +1,21 @@
 """Shared fixtures: real databases (a SQLite file; PostgreSQL when TEST_DATABASE_URL is set),
-an injected clock, and a small stable deck built from a real card."""
+an injected clock, a small stable deck built from a real card, and the ``slow`` marker.
+
+Tests marked ``slow`` are the slow proofs (all seeds of a claim, whole labelled sets, the
+PostgreSQL soak): skipped unless RUN_SLOW=1. ``make test`` leaves them out and ``make test-slow``
+runs only them, so the two together run every test once.
+
+Each database test gets a database of its own, migrated to head, without running the migrations
+per test: they run once per session (per xdist worker) into a template, and each test gets a copy
+(a file copy for SQLite; ``CREATE DATABASE ... TEMPLATE`` on PostgreSQL, or a freshly migrated
+schema when the role may not create databases).
+"""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +30,21 @@ from cards.deck import DECK_DIR, Deck, load_deck
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 PG_URL = os.environ.get("TEST_DATABASE_URL")
+
+
+@pytest.hookimpl(trylast=True)  # after the sub-directories' conftests have marked theirs
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` run only with RUN_SLOW=1 (``make test-slow``)."""
+    if os.environ.get("RUN_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow proof: runs with RUN_SLOW=1 (make test-slow)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+def _admin_engine(base: str) -> sa.Engine:
+    return sa.create_engine(normalise_url(base), isolation_level="AUTOCOMMIT")
 
 
 def _pg_schema_url(base: str) -> tuple[str, str]:
@@ -39,22 +65,93 @@ def _drop_pg_schema(base: str, schema: str) -> None:
     engine.dispose()
 
 
+def _database_url(base: str, name: str) -> str:
+    return (
+        sa.engine.make_url(normalise_url(base))
+        .set(database=name)
+        .render_as_string(hide_password=False)
+    )
+
+
+def _create_database(base: str, name: str, template: str | None = None) -> None:
+    clause = f' TEMPLATE "{template}"' if template else ""
+    engine = _admin_engine(base)
+    try:
+        with engine.connect() as connection:
+            connection.execute(sa.text(f'CREATE DATABASE "{name}"{clause}'))
+    finally:
+        engine.dispose()
+
+
+def _drop_database(base: str, name: str) -> None:
+    engine = _admin_engine(base)
+    try:
+        with engine.connect() as connection:
+            # FORCE: a connection a test left open (a killed subprocess's) must not keep it alive.
+            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated to head once per session; tests get copies of it."""
+    path = tmp_path_factory.mktemp("db-template") / "trapbot.db"
+    migrate(f"sqlite:///{path}")
+    wal = path.with_name(path.name + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0, (
+        "a copy of the file alone would lose the WAL"
+    )
+    return path
+
+
+@pytest.fixture(scope="session")
+def _pg_template() -> object:
+    """A PostgreSQL database migrated to head once per session, or None when the role may not
+    create databases (each test then migrates a schema of its own)."""
+    if not PG_URL:
+        yield None
+        return
+    name = f"trapbot_template_{uuid.uuid4().hex[:12]}"
+    try:
+        _create_database(PG_URL, name)
+    except sa.exc.DBAPIError:
+        yield None
+        return
+    try:
+        migrate(_database_url(PG_URL, name))
+        make_engine(_database_url(PG_URL, name)).dispose()
+        yield name
+    finally:
+        _drop_database(PG_URL, name)
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path):
     """An empty database migrated to head: a SQLite file, and PostgreSQL when configured."""
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'trapbot.db'}"
-        migrate(url)
-        yield url
+        template = request.getfixturevalue("_sqlite_template")
+        path = tmp_path / "trapbot.db"
+        shutil.copyfile(template, path)  # no connection is open on it: the file is consistent
+        yield f"sqlite:///{path}"
         return
     if not PG_URL:
         pytest.skip("TEST_DATABASE_URL is not set, so the PostgreSQL variant does not run")
-    url, schema = _pg_schema_url(PG_URL)
+    template = request.getfixturevalue("_pg_template")
+    if template is None:
+        url, schema = _pg_schema_url(PG_URL)
+        try:
+            migrate(url)
+            yield url
+        finally:
+            _drop_pg_schema(PG_URL, schema)
+        return
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    _create_database(PG_URL, name, template=template)
     try:
-        migrate(url)
-        yield url
+        yield _database_url(PG_URL, name)
     finally:
-        _drop_pg_schema(PG_URL, schema)
+        _drop_database(PG_URL, name)
 
 
 @pytest.fixture

@@ -318,6 +318,7 @@ print(report.due, report.sent, report.contended, report.not_claimed)
 """
 
 
+@pytest.mark.slow  # the PostgreSQL soak: 300 learners, two processes (make test-slow)
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
 def test_two_worker_processes_on_postgresql(db_url: str, small_deck, tmp_path: Path) -> None:
     clock = FixedClock(datetime(2026, 3, 2, 9, 30, tzinfo=UTC))

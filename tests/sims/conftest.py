@@ -1,16 +1,15 @@
-"""Fixtures for the sims tests: a private cache directory, real fast sims, and the slow marker.
+"""Fixtures for the sims tests: a private cache directory and real fast sims.
 
 Nothing here replaces trapbot code. The cache, service and CLI tests run real simulations; the
 two chosen below are the cheapest of the registry (trajectory_stitching is numpy-only and runs
 in about 0.1 s of CPU before plotting; the torch sims take 0.3 to 1.5 s of CPU warm).
 
-Tests marked ``slow`` prove a claim on all ten seeds 0-9 of a sim's default config; they are
-skipped unless RUN_SLOW=1 (the fast tests run two seeds).
+Tests marked ``slow`` prove a claim on all ten seeds 0-9 of a sim's default config; the root
+conftest skips them unless RUN_SLOW=1 (``make test-slow``); the fast tests run two seeds.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -19,15 +18,23 @@ import pytest
 
 from sims import cache, registry
 
+#: Tests that check every sim of the registry at its default config (a whole set): each runs
+#: fast on the fastest sim only and is marked ``slow`` for the others (``make test-slow``).
+#: Every sim's own file keeps a fast plot check on a small config (test_plot_is_phone_width).
+WHOLE_REGISTRY_TESTS = ("test_plot_reads_on_a_phone",)
 
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects and the root conftest skips
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``slow`` (all ten seeds of a claim) run only with RUN_SLOW=1."""
-    if os.environ.get("RUN_SLOW") == "1":
-        return
-    skip = pytest.mark.skip(reason="slow: proves all ten seeds; set RUN_SLOW=1 to run it")
+    """Mark ``slow`` the whole-registry tests' items for every sim but the fastest."""
     for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
+        callspec = getattr(item, "callspec", None)
+        if (
+            getattr(item, "originalname", None) in WHOLE_REGISTRY_TESTS
+            and callspec is not None
+            and callspec.params.get("sim_id") != FAST_SIMS[0]
+        ):
+            item.add_marker(pytest.mark.slow)
 
 
 #: The two fastest sims. trajectory_stitching is numpy-only, so a fresh process computing it
