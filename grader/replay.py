@@ -135,7 +135,7 @@ class ReplayServer:
 
         app = web.Application(client_max_size=4 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self.handle)
-        self._runner = web.AppRunner(app, shutdown_timeout=0.5)
+        self._runner = web.AppRunner(app, shutdown_timeout=0.5, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
