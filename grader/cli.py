@@ -304,6 +304,7 @@ def followups_command(args: argparse.Namespace) -> int:
 
 def record_command(args: argparse.Namespace) -> int:
     from cards.deck import default_deck
+    from grader.cache import JudgementCache
     from grader.calibration.eval import load_set
     from grader.llm import LlmJudge
     from grader.replay import record
@@ -311,7 +312,7 @@ def record_command(args: argparse.Namespace) -> int:
     deck = default_deck()
     try:
         examples = [e for e in load_set(args.file) if e.card_id in deck]
-        judge = LlmJudge.from_settings(judge_settings(args), cache=None)
+        judge = LlmJudge.from_settings(judge_settings(args), cache=JudgementCache(disk=False))
     except (OSError, ValueError) as error:
         print(error, file=sys.stderr)
         return 2

@@ -299,3 +299,59 @@ async def test_logs_name_the_endpoint_by_host_only(rl08, offline_judge, caplog):
     assert "s3cret-pw" not in text and "user:" not in text and "sk-key-secret" not in text
     assert "/v1" not in text and "HTTP Request" not in text
     assert "LLM judge: model fixture at 127.0.0.1:" in text
+
+
+# ----- the commands ----------------------------------------------------------------------------------
+
+
+def _labelled(tmp_path, rl08):
+    rows = [
+        {"id": "f/analogy", "card_id": "rl-08", "kind": "analogy", "grade": 4, "answer": ANALOGY},
+        {"id": "f/core", "card_id": "rl-08", "kind": "concise", "grade": 3, "answer": CORE},
+    ]
+    path = tmp_path / "set.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_trapbot_grader_record_writes_replies_from_the_configured_endpoint(tmp_path, monkeypatch, capsys, rl08):
+    from bot.cli import main
+    from bot.config import get_settings
+
+    from .judge_server import JudgeServer, ServerThread
+
+    server = JudgeServer(behaviour="honest")
+    out = tmp_path / "replies.jsonl"
+    with ServerThread(server) as running:
+        monkeypatch.setenv("OPENAI_BASE_URL", running.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
+        monkeypatch.setenv("TRAPBOT_JUDGE_MODEL", "rec-model")
+        get_settings.cache_clear()
+        try:
+            assert main(["grader", "record", str(_labelled(tmp_path, rl08)), "--out", str(out)]) == 0
+        finally:
+            get_settings.cache_clear()
+    captured = capsys.readouterr()
+    assert "2 replies recorded, 0 already there, 0 failed" in captured.out and "2/2 sent" in captured.err
+    replies = load_replies(out)
+    assert set(replies) == {key_for(rl08, ANALOGY), key_for(rl08, CORE)} and len(server.requests) == 2
+    assert {r.model for r in replies.values()} == {"rec-model"}
+
+
+async def test_the_replayed_eval_prints_labels_model_and_pipeline_per_style(tmp_path, rl08, offline_judge):
+    from grader.calibration.eval import load_set
+    from grader.replay import format_replayed, replayed_figures
+
+    class Deck:
+        def get(self, card_id):
+            return rl08
+
+    examples = load_set(_labelled(tmp_path, rl08))
+    content = reply(rl08, {pid: ("present", quote) for pid, quote in ANALOGY_QUOTES.items()})
+    replies = {r.request_key: r for r in [stored(rl08, ANALOGY, content, "f/analogy")]}
+    figures = await replayed_figures(Deck(), examples, replies, reader=offline_judge)
+    assert figures["no_reply"] == 1 and figures["no_reply_ids"] == ["f/core"]
+    analogy = figures["per_kind"]["analogy"]
+    assert analogy["n"] == 1 and analogy["mean_label"] == 4 and analogy["mean_model"] == analogy["mean_pipeline"] >= 3
+    table = format_replayed("fixture", figures)
+    assert "no reply for 1" in table and "analogy" in table and "ALL" in table
