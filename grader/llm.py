@@ -393,6 +393,8 @@ class LlmJudge:
             detail = getattr(error, "detail", "") or type(error).__name__
             if not second.done():
                 second.cancel()  # a thread cannot be stopped; its result is simply not awaited
+            elif not second.cancelled():
+                second.exception()  # retrieved, so a failed reading is not reported again at exit
             if self.fallback is None:
                 log.warning("LLM judge unavailable on card %s: %s (%s)", card.id, reason, detail)
                 if isinstance(error, LlmJudgeUnavailable):
