@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
-from zoneinfo import ZoneInfo
+
+from bot.prefs import stored_zone
 
 
 class Clock(Protocol):
@@ -39,4 +40,4 @@ class FixedClock:
 
 def local_date(moment: datetime, timezone: str) -> date:
     """The calendar date at ``moment`` for someone living in ``timezone``."""
-    return moment.astimezone(ZoneInfo(timezone)).date()
+    return moment.astimezone(stored_zone(timezone)).date()

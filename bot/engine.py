@@ -1,4 +1,6 @@
-"""The quiz engine: what to ask, storing and grading answers, scheduling, stats.
+"""The quiz engine's answer path: what to ask, storing and grading answers, scheduling, the
+verdict. Settings, stats, snooze and undo/forget live in rooms beside it (``bot.settings_flow``,
+``bot.stats``, ``bot.snooze``, ``bot.history``, ``bot.recovery``), which ``QuizEngine`` joins.
 
 Transport-agnostic: adapters call these coroutines with a learner id and render the
 ``Reply`` objects that come back. Time comes from the injected clock, grading from the
@@ -7,14 +9,11 @@ injected grader, plots from the injected simulation service.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 import time as _time
-import unicodedata
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Protocol
@@ -25,41 +24,34 @@ from sqlmodel import Session, col, select
 
 from bot import texts, wordings
 from bot.actions import Action, InvalidAction, Verb
+from bot.answers import MAX_ANSWER_CHARS, answer_problem, clean_answer, is_dont_know
 from bot.clock import Clock, local_date
-from bot.followups import FollowUps, point_to_probe, rescue_line
+from bot.confirming import ConfirmRoom, with_second
+from bot.followups import FollowUps, point_to_probe
+from bot.history import HistoryRoom, snapshot_of
 from bot.locks import LearnerLocks
-from bot.models import (
-    CardState,
-    Learner,
-    PushLog,
-    PushStatus,
-    Review,
-    ReviewStatus,
-    fit_grader_name,
-)
+from bot.models import CardState, Learner, Review, ReviewStatus, fit_grader_name
 from bot.ops import GRADING
-from bot.prefs import (
-    PreferenceError,
-    parse_new_per_day,
-    parse_on_off,
-    parse_push_time,
-    parse_timezone,
-)
-from bot.pushtime import PUSH_PLATFORMS, next_push_at, tomorrows_push_at
+from bot.recovery import RecoveryRoom
 from bot.replies import Button, PlotImage, Reply, ReplyKind
+from bot.settings_flow import SettingsRoom
+from bot.snooze import SnoozeRoom
+from bot.stats import Stats, StatsRoom
 from cards.deck import Deck
 from cards.schema import Card
 from cards.sm2 import Sm2State, needs_same_day_repeat
 from cards.sm2 import review as sm2_review
-from cards.wording import as_asked, parse_wording_ref, variant_index, wording_ref
-from grader.base import Assessment, Grade, Grader, Judgement, PointJudgement, PointVerdict
+from cards.wording import as_asked, parse_wording_ref, variant_index
+from grader.base import Assessment, Grade, Grader, Judgement
 from grader.scoring import grade_from_judgement
+
+__all__ = ["MAX_ANSWER_CHARS", "PlotSource", "QuizEngine", "Stats"]
 
 log = logging.getLogger(__name__)
 
-#: Longest answer graded; Discord's modal allows 4,000 characters, a thorough answer fits in 8,000.
-MAX_ANSWER_CHARS = 8000
-MIN_ANSWER_CHARS = 2
+#: How long a trap graded below 4 waits before it is asked again the same day (Anki's
+#: default first learning step); traps due meanwhile come first.
+LEARNING_STEP = timedelta(minutes=10)
 
 
 class PlotSource(Protocol):
@@ -68,36 +60,7 @@ class PlotSource(Protocol):
     async def plot_for(self, sim_id: str, wait_seconds: float = ...) -> Any: ...
 
 
-@dataclass(frozen=True)
-class Stats:
-    streak_days: int
-    reviews_done: int
-    cards_seen: int
-    cards_total: int
-    due_forecast: list[tuple[date, int]]  # the next 7 local days
-    mastery: dict[str, float]  # tag -> mean of the latest quality / 5 over seen cards
-    followups_answered: int = 0
-    followups_rescued: int = 0  # follow-ups that got the learner to the missed point
-    variant_reviews: int = 0  # graded reviews asked in a variant's wording
-    variant_recalled: int = 0  # of them, graded 3 or more
-
-
-_KEEP_FORMAT = {"\u200c", "\u200d"}  # joiners shape emoji and some scripts
-
-
-def clean_answer(text: str) -> str:
-    """NFC text without control, private-use or invisible format characters, trimmed."""
-    text = unicodedata.normalize("NFC", text)
-    return "".join(
-        ch
-        for ch in text
-        if ch in "\n\t"
-        or ch in _KEEP_FORMAT
-        or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co")
-    ).strip()
-
-
-class QuizEngine:
+class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom):
     def __init__(
         self,
         db: DbEngine,
@@ -109,6 +72,7 @@ class QuizEngine:
         rng: random.Random | None = None,
         interactive: bool = True,
         default_new_per_day: int = 1,
+        learning_step: timedelta = LEARNING_STEP,
     ):
         self.db = db
         self.deck = deck
@@ -118,117 +82,34 @@ class QuizEngine:
         self.rng = rng or random.Random(0)
         self.interactive = interactive
         self.default_new_per_day = default_new_per_day
+        self.learning_step = learning_step
         self._locks = LearnerLocks(db)
         self.followups = FollowUps(db, deck, grader, clock)
-
-    # ----- learners ---------------------------------------------------------------------
-
-    def learner(
-        self,
-        platform: str,
-        platform_user_id: str | int,
-        *,
-        display_name: str = "",
-        chat_id: str | int | None = None,
-    ) -> Learner:
-        """The learner for this platform user, created on first contact."""
-        user_id = str(platform_user_id)
-        with Session(self.db, expire_on_commit=False) as session:
-            found = session.exec(
-                select(Learner).where(Learner.platform == platform, Learner.platform_user_id == user_id)
-            ).first()
-            if found is not None:
-                changed = False
-                if display_name and found.display_name != display_name[:128]:
-                    found.display_name, changed = display_name[:128], True
-                if chat_id is not None and found.chat_id != str(chat_id):
-                    found.chat_id, changed = str(chat_id), True
-                if changed:
-                    session.add(found)
-                    session.commit()
-                return found
-            learner = Learner(
-                platform=platform,
-                platform_user_id=user_id,
-                display_name=display_name[:128],
-                chat_id=str(chat_id) if chat_id is not None else None,
-                new_per_day=self.default_new_per_day,
-                created_at=self.clock.now(),
-            )
-            learner.next_push_at = self._push_moment(learner)
-            session.add(learner)
-            try:
-                session.commit()
-            except sa.exc.IntegrityError:  # created by a concurrent first message
-                session.rollback()
-                return self.learner(platform, user_id, display_name=display_name, chat_id=chat_id)
-            return learner
-
-    def set_active(self, learner_id: int | None, active: bool) -> bool:
-        """Mark a learner reachable or not (blocked the bot, came back); True when it changed.
-        The reminder sweep skips inactive learners."""
-        if learner_id is None:
-            return False
-        with Session(self.db) as session:
-            learner = session.get(Learner, learner_id)
-            if learner is None or learner.active == active:
-                return False
-            learner.active = active
-            learner.next_push_at = self._push_moment(learner)
-            session.add(learner)
-            session.commit()
-            return True
-
-    def _push_moment(self, learner: Learner) -> datetime | None:
-        """The learner's next daily push; None while they cannot be pushed (blocked, paused,
-        no push platform), so the reminder sweep never scans them."""
-        if not learner.active or learner.paused or learner.platform not in PUSH_PLATFORMS:
-            return None
-        return next_push_at(learner.push_time, learner.timezone, self.clock.now(), learner.last_pushed_at)
-
-    def get_learner(self, learner_id: int) -> Learner | None:
-        with Session(self.db, expire_on_commit=False) as session:
-            return session.get(Learner, learner_id)
-
-    def today(self, learner: Learner) -> date:
-        return local_date(self.clock.now(), learner.timezone)
+        self.zone_notices: dict[int, str] = {}
 
     # ----- asking -----------------------------------------------------------------------
 
-    async def start(self, learner_id: int) -> list[Reply]:
-        learner = self._require(learner_id)
-        settings = self._settings_summary(learner)
-        buttons = (
-            (Button("Keep these settings", Action(Verb.SETTINGS, arg="accept").encode()),),
-            (Button("Give me a trap now", Action(Verb.NEXT).encode()),),
-        )
-        return [
-            Reply(
-                texts.WELCOME
-                + "\n\n"
-                + settings
-                + "\n\nChange them with /settings, or keep them with one tap.",
-                kind=ReplyKind.SETTINGS,
-                buttons=buttons,
-            )
-        ]
-
-    async def next_trap(self, learner_id: int, *, extra_new: bool = False) -> list[Reply]:
+    async def next_trap(self, learner_id: int, *, extra_new: bool = False, repeat_now: bool = False) -> list[Reply]:
         """The next trap: a waiting confirmation first, then due reviews, repeats, new traps."""
         async with self._locks[learner_id]:
-            return self._next_trap(learner_id, extra_new=extra_new)
+            self.get_learner(learner_id)  # a setting an older version stored badly is repaired first
+            return self.with_notices(learner_id, self._next_trap(learner_id, extra_new=extra_new, repeat_now=repeat_now))
 
-    def _next_trap(self, learner_id: int, *, extra_new: bool, bind: sa.Connection | None = None) -> list[Reply]:
+    def _next_trap(
+        self, learner_id: int, *, extra_new: bool, repeat_now: bool = False, bind: sa.Connection | None = None
+    ) -> list[Reply]:
         # One session and one commit for the whole choice (the trap, the learner's open card,
         # closed follow-ups, the wording shown): a push is one transaction, not four. Given
         # ``bind`` (a push holding the learner's lock in its transaction) the session joins it.
         with Session(bind or self.db, expire_on_commit=False) as session:
-            chosen = self._next_traps_in(session, [learner_id], extra_new=extra_new)
+            chosen = self._next_traps_in(session, [learner_id], extra_new=extra_new, repeat_now=repeat_now)
         if learner_id not in chosen:
             raise InvalidAction("unknown learner; send /start")
         return chosen[learner_id]
 
-    def _next_traps_in(self, session: Session, learner_ids: list[int], *, extra_new: bool) -> dict[int, list[Reply]]:
+    def _next_traps_in(
+        self, session: Session, learner_ids: list[int], *, extra_new: bool, repeat_now: bool = False
+    ) -> dict[int, list[Reply]]:
         """The next trap of each learner (unknown ids left out), opened, in one commit and a
         fixed number of statements however many learners: the daily push asks a page at once."""
         learners = session.exec(select(Learner).where(col(Learner.id).in_(learner_ids)).order_by(col(Learner.id))).all()
@@ -253,10 +134,10 @@ class QuizEngine:
                     review = waiting[learner.id]
                     replies[learner.id] = [  # type: ignore[index]
                         Reply("You have an answer waiting for its grade.", kind=ReplyKind.INFO),
-                        self._confirmation_reply(review, self.deck.get(review.card_id)),
+                        self._confirmation_reply(review, as_asked(self.deck.get(review.card_id), review.variant_id)),
                     ]
                     continue
-                choice = self._choose(learner, states[learner.id], extra_new=extra_new)  # type: ignore[index]
+                choice = self._choose(learner, states[learner.id], extra_new=extra_new, repeat_now=repeat_now)  # type: ignore[index]
                 if isinstance(choice, Reply):
                     replies[learner.id] = [choice]  # type: ignore[index]
                     continue
@@ -279,14 +160,16 @@ class QuizEngine:
         return replies
 
     def _choose(
-        self, learner: Learner, states: list[CardState], *, extra_new: bool
+        self, learner: Learner, states: list[CardState], *, extra_new: bool, repeat_now: bool = False
     ) -> tuple[Card, bool, str, CardState | None] | Reply:
         """What to ask ``learner`` now: (card, asked again today, due label, the state of a card
-        met for the first time, for the caller to insert); or the "nothing due" reply."""
-        today = self.today(learner)
+        met for the first time, for the caller to insert); or the "nothing due" reply.
+
+        Order: due reviews; then traps to repeat today (graded below 4) whose learning step
+        has passed; then new traps. A trap to repeat waits ``learning_step`` after its grade
+        (Anki's learning step) unless ``repeat_now``, so it never comes straight back."""
+        today, now = self.today(learner), self.clock.now()
         known = {state.card_id: state for state in states if state.card_id in self.deck}
-        pick: CardState | None = None
-        repeat = False
         due = sorted(
             (
                 s
@@ -295,48 +178,60 @@ class QuizEngine:
             ),
             key=lambda s: (s.due_on, s.introduced_on, s.card_id),
         )
-        repeats = sorted(
-            (s for s in known.values() if s.repeat_today and s.last_reviewed_on == today),
-            key=lambda s: (s.last_reviewed_at or self.clock.now(), s.card_id),
+        waiting = sorted(
+            (s for s in known.values() if s.repeat_today and s.last_reviewed_on == today and s.skipped_on != today),
+            key=lambda s: (s.last_reviewed_at or now, s.card_id),
         )
+        ready = [s for s in waiting if repeat_now or (s.last_reviewed_at or now) + self.learning_step <= now]
         if due:
-            pick = due[0]
-        elif repeats:
-            pick, repeat = repeats[0], True
-        else:
-            introduced_today = sum(
-                1
-                for s in known.values()
-                if s.introduced_on == today and not (s.skipped_on == today and s.last_reviewed_on is None)
-            )
-            fresh = [card for card in self.deck if card.id not in known]
-            if fresh and (extra_new or introduced_today < learner.new_per_day):
-                new = CardState(learner_id=learner.id, card_id=fresh[0].id, due_on=today, introduced_on=today)  # type: ignore[arg-type]
-                return self.deck.get(new.card_id), False, "", new
-            else:
-                return self._done_for_today(known, today, more_new=bool(fresh))
-        remaining = len(due) - 1 if due else 0
-        return self.deck.get(pick.card_id), repeat, f"{remaining} more due today." if remaining > 0 else "", None
+            remaining = len(due) - 1
+            return self.deck.get(due[0].card_id), False, f"{remaining} more due today." if remaining > 0 else "", None
+        if ready:
+            return self.deck.get(ready[0].card_id), True, "", None
+        introduced_today = sum(
+            1
+            for s in known.values()
+            if s.introduced_on == today and not (s.skipped_on == today and s.last_reviewed_on is None)
+        )
+        fresh = [card for card in self.deck if card.id not in known]
+        if fresh and (extra_new or introduced_today < learner.new_per_day):
+            new = CardState(learner_id=learner.id, card_id=fresh[0].id, due_on=today, introduced_on=today)  # type: ignore[arg-type]
+            return self.deck.get(new.card_id), False, "", new
+        return self._done_for_today(known, today, more_new=bool(fresh), waiting=waiting)
 
-    def _done_for_today(self, known: dict[str, CardState], today: date, *, more_new: bool) -> Reply:
-        upcoming = sorted(s.due_on for s in known.values() if s.due_on > today)
-        when = texts.day_label(today, upcoming[0]).replace("next review", "the next review is") if upcoming else ""
-        text = "**Nothing due right now.**" + (f" {when[0].upper() + when[1:]}." if when else "")
-        buttons: tuple[tuple[Button, ...], ...] = ()
+    def _done_for_today(
+        self, known: dict[str, CardState], today: date, *, more_new: bool, waiting: Sequence[CardState] = ()
+    ) -> Reply:
+        """Nothing to ask now: when the next trap comes, and what the learner can ask for instead."""
+        if not known and not more_new:
+            return Reply("The deck is empty.", kind=ReplyKind.INFO)
+        rows: list[tuple[Button, ...]] = []
+        if waiting:
+            first = waiting[0]
+            back = (first.last_reviewed_at or self.clock.now()) + self.learning_step - self.clock.now()
+            minutes = max(1, -(-int(back.total_seconds()) // 60))
+            text = (
+                f"**Nothing else due right now.** `{first.card_id}` comes back in {minutes} minute{'s' if minutes != 1 else ''}: "
+                "a missed trap returns after a pause, so the answer comes from memory rather than from the explanation you just read."
+            )
+            rows.append((Button("Repeat it now", Action(Verb.NEXT, arg="repeat").encode()),))
+        else:
+            upcoming = sorted(s.due_on for s in known.values() if s.due_on > today)
+            text = "**Nothing due right now.**" + (f" {texts.schedule_sentence(texts.day_label(today, upcoming[0]))}" if upcoming else "")
         if more_new:
             text += "\n\nYou have met today's new traps. Want one more?"
-            buttons = ((Button("One more new trap", Action(Verb.EXTRA).encode()),),)
-        elif not known:
-            text = "The deck is empty."
-        else:
+            rows.append((Button("One more new trap", Action(Verb.EXTRA).encode()),))
+        elif not waiting:
             text += "\n\nYou have met every trap in the deck. Reviews come back when they are due."
-        return Reply(text, kind=ReplyKind.INFO, buttons=buttons)
+        return Reply(text, kind=ReplyKind.INFO, buttons=tuple(rows))
 
     async def hint(self, learner_id: int) -> list[Reply]:
         learner = self._require(learner_id)
         if learner.current_card_id not in self.deck:
             return [self._no_open_trap()]
-        card = self.deck.get(learner.current_card_id)  # type: ignore[arg-type]
+        with Session(self.db) as session:
+            variant_id = wordings.open_variant(session, learner.id, learner.current_card_id)  # type: ignore[arg-type]
+        card = as_asked(self.deck.get(learner.current_card_id), variant_id)  # type: ignore[arg-type]
         return [Reply(f"💡 {card.hint}", kind=ReplyKind.HINT, card_id=card.id)]
 
     async def skip(self, learner_id: int) -> list[Reply]:
@@ -349,10 +244,12 @@ class QuizEngine:
             if learner.current_card_id is None:
                 return [self._no_open_trap()]
             today = self.today(learner)
+            back = today + timedelta(days=1)
             with Session(self.db) as session:
                 state = self._state(session, learner.id, learner.current_card_id)
-                if state is not None:
+                if state is not None:  # skipped for today, a repeat included
                     state.skipped_on = today
+                    back = max(back, state.due_on)
                     session.add(state)
                 db_learner = session.get(Learner, learner.id)
                 assert db_learner is not None
@@ -361,7 +258,7 @@ class QuizEngine:
                 session.commit()
             return [
                 Reply(
-                    "Skipped. It comes back later.",
+                    f"Skipped for today: it comes back {texts.day_label(today, back).removeprefix('next review ')}.",
                     buttons=((Button("Next trap", Action(Verb.NEXT).encode()),),),
                 )
             ]
@@ -436,16 +333,9 @@ class QuizEngine:
         follow-up's message, about ``card_id``) answer a follow-up or nothing.
         """
         answer = clean_answer(text if isinstance(text, str) else "")
-        if len(answer) < MIN_ANSWER_CHARS:
-            return [Reply("That answer is empty. Write what you would say in the interview.", kind=ReplyKind.ERROR)]
-        if len(answer) > MAX_ANSWER_CHARS:
-            return [
-                Reply(
-                    f"That answer is {len(answer):,} characters; the limit is {MAX_ANSWER_CHARS:,}. "
-                    "Shorten it to the mechanism and send it again: nothing was stored.",
-                    kind=ReplyKind.ERROR,
-                )
-            ]
+        problem = answer_problem(answer)
+        if problem is not None:
+            return [Reply(problem, kind=ReplyKind.ERROR)]
         async with self._locks[learner_id]:
             learner = self._require(learner_id)
             if follow_up_of is not None or to_follow_up:
@@ -493,9 +383,12 @@ class QuizEngine:
 
     async def _grade_stored(self, review: Review, card: Card, *, interactive: bool | None = None) -> list[Reply]:
         interactive = self.interactive if interactive is None else interactive
+        card = as_asked(card, review.variant_id)  # the judge, the verdict and the follow-up read the wording asked
+        if is_dont_know(review.answer):  # an honest blank: quality 0, no judge, no trap talk
+            return self._finalize(review.id, card, None, grader=texts.DONT_KNOW_GRADER, quality=0)  # type: ignore[arg-type]
         started = _time.perf_counter()
         try:
-            assessment = await self.grader.assess(as_asked(card, review.variant_id), review.answer, interactive=interactive)
+            assessment = await self.grader.assess(card, review.answer, interactive=interactive)
             GRADING.labels(assessment.grader.split(" ")[0]).observe(_time.perf_counter() - started)
         except Exception:  # a judge must never lose an answer; fall back to self-grading
             log.exception("grader %s failed on review %s", getattr(self.grader, "name", "?"), review.id)
@@ -516,29 +409,6 @@ class QuizEngine:
             review.id, card, assessment.grade, grader=assessment.grader, second=assessment.second_reading
         )
 
-    def _confirmation_reply(self, review: Review, card: Card) -> Reply:
-        if review.verdict is None:  # self-grading: rate 0-5 after seeing the key
-            row = tuple(Button(str(q), Action(Verb.RATE, review.id, str(q)).encode()) for q in range(6))
-            return Reply(
-                texts.self_grade_prompt(card), kind=ReplyKind.CONFIRM, buttons=(row,), review_id=review.id, card_id=card.id
-            )
-        judgement = Judgement.from_json(review.verdict)
-        grade = grade_from_judgement(card, judgement, review.answer, check_quotes=False)
-        ticks = tuple(
-            (Button(f"{i}. {texts.MARK[judgement.verdict_for(p.id)]}", Action(Verb.TICK, review.id, str(i)).encode()),)
-            for i, p in enumerate(card.key_points, 1)
-        )
-        buttons = _rows([b for (b,) in ticks], 3) + (
-            (Button(f"Confirm {grade.quality}/5", Action(Verb.CONFIRM, review.id).encode()),),
-        )
-        return Reply(
-            texts.assisted_prompt(card, judgement, grade.quality, second=review.verdict.get("second_reading")),
-            kind=ReplyKind.CONFIRM,
-            buttons=buttons,
-            review_id=review.id,
-            card_id=card.id,
-        )
-
     def _finalize(
         self, review_id: int, card: Card, grade: Grade | None, *, grader: str, quality: int | None = None,
         second: Grade | None = None,
@@ -556,7 +426,7 @@ class QuizEngine:
             state = self._state(session, learner.id, card.id) or CardState(
                 learner_id=learner.id, card_id=card.id, due_on=today, introduced_on=today
             )
-            review.state_before = _snapshot(state)
+            review.state_before = snapshot_of(state)
             self._schedule(state, quality, today, now, same_day_repeat=review.same_day_repeat)
             review.status = ReviewStatus.GRADED
             review.grader = fit_grader_name(grader)
@@ -564,11 +434,11 @@ class QuizEngine:
             review.score = grade.score if grade else None
             if grade:
                 kept = (review.verdict or {}).get("second_reading")
-                review.verdict = _with_second(grade.judgement.to_json(), _reading(second) if second else kept)
+                review.verdict = with_second(grade.judgement.to_json(), _reading(second) if second else kept)
             review.graded_at = now
             session.add_all([state, review])
             session.commit()
-            next_label = texts.day_label(today, state.due_on) if not state.repeat_today else "again later today"
+            next_label = texts.next_label(today, state.due_on, repeat_in=self.learning_step if state.repeat_today else None)
             interview = learner.interview
         follow_up = point_to_probe(card, grade.judgement if grade else None) is not None
         verdict = self._verdict_reply(review, card, grade, quality, next_label, follow_up=follow_up, offer=not interview)
@@ -626,14 +496,14 @@ class QuizEngine:
         except InvalidAction:
             return [Reply("That button is not one of mine anymore. Send /trap to go on.", kind=ReplyKind.ERROR)]
         try:
-            return await self._act(learner_id, action)
+            return self.with_notices(learner_id, await self._act(learner_id, action))
         except InvalidAction as error:
             return [Reply(f"That button no longer applies: {error}.", kind=ReplyKind.ERROR)]
 
     async def _act(self, learner_id: int, action: Action) -> list[Reply]:
         verb = action.verb
         if verb is Verb.NEXT:
-            return await self.next_trap(learner_id)
+            return await self.next_trap(learner_id, repeat_now=action.arg == "repeat")
         if verb is Verb.EXTRA:
             return await self.next_trap(learner_id, extra_new=True)
         if verb is Verb.HINT:
@@ -652,7 +522,7 @@ class QuizEngine:
             return await self.open_card(learner_id, action.arg or "")
         async with self._locks[learner_id]:
             review = self._owned_review(learner_id, action.review_id)
-            card = self.deck.get(review.card_id) if review.card_id in self.deck else None
+            card = as_asked(self.deck.get(review.card_id), review.variant_id) if review.card_id in self.deck else None
             if card is None:
                 raise InvalidAction("that trap is no longer in the deck")
             if verb is Verb.RATE:
@@ -698,353 +568,6 @@ class QuizEngine:
                 raise InvalidAction("unknown follow-up button")
         raise InvalidAction(f"unexpected button {verb.value}")
 
-    def _toggle_point(self, review: Review, card: Card, index: int) -> Reply:
-        judgement = Judgement.from_json(review.verdict or {"judge": "self", "points": []})
-        point = card.key_points[index - 1]
-        cycle = {
-            PointVerdict.PRESENT: PointVerdict.PARTIAL,
-            PointVerdict.PARTIAL: PointVerdict.ABSENT,
-            PointVerdict.ABSENT: PointVerdict.PRESENT,
-            PointVerdict.CONTRADICTED: PointVerdict.PRESENT,
-        }
-        new_verdict = cycle[judgement.verdict_for(point.id)]
-        points = [p for p in judgement.points if p.point_id != point.id]
-        points.append(PointJudgement(point.id, new_verdict, ""))
-        order = {p.id: i for i, p in enumerate(card.key_points)}
-        points.sort(key=lambda p: order.get(p.point_id, 99))
-        judgement = Judgement(
-            judge=judgement.judge,
-            points=tuple(points),
-            misconceptions=judgement.misconceptions,
-            injection_suspected=judgement.injection_suspected,
-            feedback=judgement.feedback,
-        )
-        second = (review.verdict or {}).get("second_reading")
-        self._update_review(review.id, verdict=_with_second(judgement.to_json(), second))
-        return self._confirmation_reply(self._load_review(review.id), card)
-
-    def _override(self, review: Review, card: Card, quality: int) -> list[Reply]:
-        """"I disagree": the learner's quality replaces the judge's, rescheduling from the same state."""
-        with Session(self.db) as session:
-            db_review = session.get(Review, review.id)
-            assert db_review is not None and db_review.state_before is not None
-            state = self._state(session, review.learner_id, card.id)
-            assert state is not None
-            _restore(state, db_review.state_before)
-            learner = session.get(Learner, review.learner_id)
-            assert learner is not None
-            today = local_date(self.clock.now(), learner.timezone)
-            # The original review day counts, so an override later in the day schedules the same way.
-            self._schedule(state, quality, today, self.clock.now(), same_day_repeat=db_review.same_day_repeat)
-            if db_review.judge_quality is None:
-                db_review.judge_quality = db_review.quality
-            db_review.quality = quality
-            db_review.grader = fit_grader_name(
-                f"{db_review.grader} (overridden by you)" if "overridden" not in (db_review.grader or "") else db_review.grader
-            )
-            session.add_all([state, db_review])
-            session.commit()
-            label = "again later today" if state.repeat_today else texts.day_label(today, state.due_on)
-        return [
-            Reply(
-                f"Noted: **{quality}/5** is your grade. The {label.replace('next review', 'next review is')}.",
-                buttons=((Button("Next trap", Action(Verb.NEXT).encode()),),),
-                review_id=review.id,
-            )
-        ]
-
-    # ----- undo, forget, settings ------------------------------------------------------
-
-    async def undo(self, learner_id: int) -> list[Reply]:
-        """Take back the last grade: the card's state is restored and the trap is open again."""
-        async with self._locks[learner_id]:
-            with Session(self.db) as session:
-                review = session.exec(
-                    select(Review)
-                    .where(Review.learner_id == learner_id, Review.status == ReviewStatus.GRADED)
-                    .order_by(col(Review.graded_at).desc(), col(Review.id).desc())
-                ).first()
-                if review is None or review.state_before is None:
-                    return [Reply("There is no grade to take back.", kind=ReplyKind.INFO)]
-                state = self._state(session, learner_id, review.card_id)
-                assert state is not None
-                _restore(state, review.state_before)
-                review.status = ReviewStatus.UNDONE
-                wordings.reopen(session, review.id)  # type: ignore[arg-type]
-                learner = session.get(Learner, learner_id)
-                assert learner is not None
-                learner.current_card_id = review.card_id
-                learner.current_asked_at = self.clock.now()
-                session.add_all([state, review, learner])
-                session.commit()
-                card_id, review_id = review.card_id, review.id
-            self.followups.close_open(learner_id, review_id=review_id)
-            card = self.deck.get(card_id)
-            return [
-                Reply(
-                    f"Taken back: the grade for **{card.title}** is undone and its schedule restored. "
-                    "Send a new answer whenever you like.",
-                    kind=ReplyKind.QUESTION,
-                    card_id=card_id,
-                )
-            ]
-
-    async def forget(self, learner_id: int, *, confirmed: bool = False, cancelled: bool = False) -> list[Reply]:
-        if cancelled:
-            return [Reply("Nothing deleted.")]
-        if not confirmed:
-            return [
-                Reply(
-                    "This deletes everything stored about you: answers, grades, schedule and settings. "
-                    "It cannot be undone.",
-                    kind=ReplyKind.CONFIRM,
-                    buttons=(
-                        (
-                            Button("Delete everything", Action(Verb.FORGET, arg="yes").encode()),
-                            Button("Cancel", Action(Verb.FORGET, arg="no").encode()),
-                        ),
-                    ),
-                )
-            ]
-        async with self._locks[learner_id]:
-            with Session(self.db) as session:
-                # Explicit deletes: SQLite enforces ON DELETE CASCADE only with the pragma on.
-                FollowUps.forget(session, learner_id)
-                wordings.forget(session, learner_id)
-                for table in (Review, CardState):
-                    session.exec(sa.delete(table).where(table.learner_id == learner_id))  # type: ignore[call-overload]
-                session.exec(sa.delete(PushLog).where(PushLog.learner_id == learner_id))  # type: ignore[call-overload]
-                session.exec(sa.delete(Learner).where(Learner.id == learner_id))  # type: ignore[call-overload]
-                session.commit()
-        self._locks.pop(learner_id, None)
-        return [Reply("Done: everything about you is deleted. Send /start to begin again.")]
-
-    def settings(self, learner_id: int) -> list[Reply]:
-        learner = self._require(learner_id)
-        pause = (
-            Button("Resume reminders", Action(Verb.SETTINGS, arg="resume").encode())
-            if learner.paused
-            else Button("Pause reminders", Action(Verb.SETTINGS, arg="pause").encode())
-        )
-        interview = Button(
-            "Interview mode off" if learner.interview else "Interview mode on",
-            Action(Verb.SETTINGS, arg="interview-off" if learner.interview else "interview-on").encode(),
-        )
-        return [
-            Reply(
-                self._settings_summary(learner)
-                + "\n\nTo change one, send for example `/settings timezone Europe/Berlin`, "
-                "`/settings time 07:30`, `/settings new 2` or `/settings interview on`.",
-                kind=ReplyKind.SETTINGS,
-                buttons=((pause, interview),),
-            )
-        ]
-
-    def _settings_summary(self, learner: Learner) -> str:
-        state = "paused" if learner.paused else "on"
-        return (
-            "**Your settings**\n"
-            f"- Timezone: {learner.timezone}\n"
-            f"- Daily push: {learner.push_time.strftime('%H:%M')} ({state})\n"
-            f"- New traps a day: {learner.new_per_day}\n"
-            f"- Interview mode: {'on' if learner.interview else 'off'} (a missed core point brings a follow-up question at once)"
-        )
-
-    async def update_settings(self, learner_id: int, field: str, value: str) -> list[Reply]:
-        """Change one setting from what the learner typed; a clear message when it does not parse."""
-        changes: dict[str, Any] = {}
-        try:
-            key = field.strip().casefold()
-            if key in ("timezone", "tz", "zone"):
-                changes["timezone"] = parse_timezone(value)
-            elif key in ("time", "push", "push_time"):
-                changes["push_time"] = parse_push_time(value)
-            elif key in ("new", "new_per_day"):
-                changes["new_per_day"] = parse_new_per_day(value)
-            elif key in ("pause", "paused"):
-                changes["paused"] = True
-            elif key in ("resume",):
-                changes["paused"] = False
-            elif key in ("interview",):
-                changes["interview"] = parse_on_off(value)
-            else:
-                raise PreferenceError(
-                    f"I have no setting called {field!r}: try timezone, time, new, interview, pause or resume."
-                )
-        except PreferenceError as error:
-            return [Reply(str(error), kind=ReplyKind.ERROR)]
-        return self._apply_settings(learner_id, changes)
-
-    def _apply_settings(self, learner_id: int, changes: dict[str, Any]) -> list[Reply]:
-        with Session(self.db, expire_on_commit=False) as session:
-            learner = session.get(Learner, learner_id)
-            if learner is None:
-                return [self._unknown_learner()]
-            for name, value in changes.items():
-                setattr(learner, name, value)
-            if {"timezone", "push_time", "paused"} & changes.keys():
-                learner.next_push_at = self._push_moment(learner)
-            session.add(learner)
-            session.commit()
-        return [Reply("Saved.\n\n" + self._settings_summary(learner), kind=ReplyKind.SETTINGS)]
-
-    async def _settings_action(self, learner_id: int, arg: str | None) -> list[Reply]:
-        if arg == "accept":
-            learner = self._require(learner_id)
-            return [
-                Reply(
-                    f"All set: a trap every day at {learner.push_time.strftime('%H:%M')} ({learner.timezone}).",
-                    buttons=((Button("Give me a trap now", Action(Verb.NEXT).encode()),),),
-                )
-            ]
-        if arg in ("pause", "resume"):
-            return self._apply_settings(learner_id, {"paused": arg == "pause"})
-        if arg in ("interview-on", "interview-off"):
-            return self._apply_settings(learner_id, {"interview": arg == "interview-on"})
-        raise InvalidAction("unknown settings button")
-
-    async def _snooze(self, learner_id: int, action: Action) -> list[Reply]:
-        """Snooze today's push for some hours, or skip it until tomorrow."""
-        learner = self._require(learner_id)
-        now = self.clock.now()
-        today = self.today(learner)
-        if action.verb is Verb.SKIP_TODAY:
-            due, status = tomorrows_push_at(learner.push_time, learner.timezone, now), PushStatus.SKIPPED
-            message = "No more reminders today. See you tomorrow."
-        else:
-            hours = action.int_arg(1, 12)
-            due, status = now + timedelta(hours=hours), PushStatus.SNOOZED
-            message = f"Snoozed: I'll remind you in {hours} h."
-        with Session(self.db) as session:
-            db_learner = session.get(Learner, learner_id)
-            assert db_learner is not None
-            db_learner.next_push_at = due
-            log_row = session.exec(
-                select(PushLog).where(PushLog.learner_id == learner_id, PushLog.local_date == today)
-            ).first()
-            if log_row is None:
-                log_row = PushLog(learner_id=learner_id, local_date=today, claimed_at=now)
-            log_row.status = status
-            session.add_all([db_learner, log_row])
-            session.commit()
-        return [Reply(message)]
-
-    async def push_replies(self, learner_id: int) -> list[Reply]:
-        """The daily push: the next trap with answer, snooze and skip-today buttons; empty when
-        there is nothing to ask."""
-        # The lock, the database work and the unlock run in one worker-thread call, off the
-        # event loop.
-        replies = await self._locks.run(
-            learner_id, lambda bind: self._next_trap(learner_id, extra_new=False, bind=bind)
-        )
-        return self._as_push(replies)
-
-    async def push_replies_many(self, learner_ids: list[int]) -> dict[int, list[Reply]]:
-        """``push_replies`` for a page of learners in one transaction (the sweep's path). A
-        learner left out (busy right now, or unknown) is the caller's to ask with
-        ``push_replies``."""
-
-        def work(bind: sa.Connection | None, held: list[int]) -> dict[int, list[Reply]]:
-            with Session(bind or self.db, expire_on_commit=False) as session:
-                return self._next_traps_in(session, held, extra_new=False)
-
-        chosen = await self._locks.run_free(learner_ids, work)
-        return {learner_id: self._as_push(replies) for learner_id, replies in (chosen or {}).items()}
-
-    def _as_push(self, replies: list[Reply]) -> list[Reply]:
-        question = replies[-1]
-        if question.kind not in (ReplyKind.QUESTION, ReplyKind.CONFIRM):
-            return []
-        extra = (
-            Button("Snooze 1 h", Action(Verb.SNOOZE, arg="1").encode()),
-            Button("Snooze 3 h", Action(Verb.SNOOZE, arg="3").encode()),
-            Button("Skip today", Action(Verb.SKIP_TODAY).encode()),
-        )
-        first = ()
-        if question.kind is ReplyKind.QUESTION and question.card_id:
-            ref = wording_ref(question.card_id, question.wording)
-            first = ((Button("Answer now", Action(Verb.ANSWER, arg=ref).encode()),),)
-        pushed = replace(question, buttons=first + question.buttons + (extra,), ephemeral=False)
-        return [*replies[:-1], pushed]
-
-    # ----- stats ------------------------------------------------------------------------
-
-    def stats_data(self, learner_id: int) -> Stats:
-        learner = self._require(learner_id)
-        today = self.today(learner)
-        with Session(self.db) as session:
-            states = session.exec(select(CardState).where(CardState.learner_id == learner_id)).all()
-            reviews = session.exec(
-                select(Review).where(Review.learner_id == learner_id, Review.status == ReviewStatus.GRADED)
-            ).all()
-        days = {local_date(r.graded_at, learner.timezone) for r in reviews if r.graded_at}
-        streak = 0
-        cursor = today if today in days else today - timedelta(days=1)
-        while cursor in days:
-            streak += 1
-            cursor -= timedelta(days=1)
-        forecast = []
-        for offset in range(7):
-            day = today + timedelta(days=offset)
-            if offset == 0:
-                count = sum(1 for s in states if s.due_on <= day and s.last_reviewed_on != today)
-            else:
-                count = sum(1 for s in states if s.due_on == day)
-            forecast.append((day, count))
-        latest: dict[str, int] = {}
-        for review in sorted(reviews, key=lambda r: r.id or 0):
-            if review.quality is not None and not review.same_day_repeat:
-                latest[review.card_id] = review.quality
-        by_tag: dict[str, list[float]] = defaultdict(list)
-        for card_id, quality in latest.items():
-            if card_id in self.deck:
-                for tag in self.deck.get(card_id).tags:
-                    by_tag[tag].append(quality / 5)
-        mastery = {tag: sum(v) / len(v) for tag, v in sorted(by_tag.items())}
-        answered, rescued = self.followups.counts(learner_id)
-        return Stats(
-            streak_days=streak,
-            reviews_done=len(reviews),
-            cards_seen=sum(1 for s in states if s.last_reviewed_on is not None),
-            cards_total=len(self.deck),
-            due_forecast=forecast,
-            mastery=mastery,
-            followups_answered=answered,
-            followups_rescued=rescued,
-            variant_reviews=sum(1 for r in reviews if r.variant_id),
-            variant_recalled=sum(1 for r in reviews if r.variant_id and (r.quality or 0) >= 3),
-        )
-
-    async def stats(self, learner_id: int, *, with_plot: bool = True) -> list[Reply]:
-        if self.get_learner(learner_id) is None:
-            return [self._unknown_learner()]
-        data = self.stats_data(learner_id)
-        lines = [
-            "**Your progress**",
-            f"- Streak: {data.streak_days} day{'s' if data.streak_days != 1 else ''}",
-            f"- Reviews done: {data.reviews_done}",
-            f"- Traps met: {data.cards_seen} of {data.cards_total}",
-            "- Due this week: "
-            + ", ".join(f"{day.strftime('%a')} {count}" for day, count in data.due_forecast),
-        ]
-        if data.variant_reviews:
-            lines.append(
-                f"- In another setting: {data.variant_recalled} of {data.variant_reviews} reviews recalled (3+)"
-            )
-        rescues = rescue_line(data.followups_answered, data.followups_rescued)
-        if rescues:
-            lines.append(rescues)
-        if data.mastery:
-            lines += ["", "**Mastery per mechanism**"]
-            for tag, value in sorted(data.mastery.items(), key=lambda kv: kv[1]):
-                lines.append(f"- {tag}: {round(value * 100)}%")
-        image = None
-        if with_plot and data.reviews_done:
-            from bot.stats_plot import render_stats
-
-            image = await asyncio.to_thread(render_stats, data)
-        return [Reply("\n".join(lines), kind=ReplyKind.STATS, image=image, image_caption="Due this week and mastery per mechanism")]
-
     # ----- plots, recovery ------------------------------------------------------------
 
     async def plot(
@@ -1070,74 +593,6 @@ class QuizEngine:
             path=str(found.png_path),
         )
 
-    async def recover_pending(
-        self,
-        *,
-        platforms: tuple[str, ...] | None = None,
-        learner_id: int | None = None,
-        deliver: Callable[[int, list[Reply]], Awaitable[object]] | None = None,
-    ) -> list[tuple[int, list[Reply]]]:
-        """Grade answers left pending by a crash; returns the replies owed to each learner.
-
-        Only answers of learners on ``platforms`` (or of the one ``learner_id``) are taken, so
-        a process recovers only what it can deliver; ``deliver`` gets each learner's replies as
-        soon as they are graded. Another replica recovering at the same time is harmless: the
-        answer is re-read under the learner's lock and skipped once it is no longer pending.
-        """
-        query = select(Review).where(Review.status == ReviewStatus.PENDING).order_by(col(Review.id))
-        if platforms is not None:
-            query = query.join(Learner, col(Learner.id) == Review.learner_id).where(col(Learner.platform).in_(platforms))
-        if learner_id is not None:
-            query = query.where(Review.learner_id == learner_id)
-
-        def load() -> list[Review]:
-            with Session(self.db, expire_on_commit=False) as session:
-                return list(session.exec(query).all())
-
-        owed: list[tuple[int, list[Reply]]] = []
-        for review in await asyncio.to_thread(load):
-            async with self._locks[review.learner_id]:
-                current = self._load_review(review.id)
-                if current is None or current.status != ReviewStatus.PENDING:
-                    continue
-                if current.card_id not in self.deck:
-                    self._update_review(current.id, status=ReviewStatus.FAILED)
-                    continue
-                replies = await self._grade_stored(current, self.deck.get(current.card_id))
-            item = (review.learner_id, [Reply("Your last answer was graded after a restart:"), *replies])
-            owed.append(item)
-            if deliver is not None:
-                try:
-                    await deliver(*item)
-                except Exception:
-                    log.exception("delivering a recovered grade to learner %s failed", review.learner_id)
-        for follow_learner, row_id in self.followups.left_judging():  # follow-up answers, likewise
-            if learner_id is not None and follow_learner != learner_id:
-                continue
-            async with self._locks[follow_learner]:
-                replies = await self.followups.judge_stored(row_id)
-            if replies:
-                item = (follow_learner, [Reply("Your follow-up answer was read after a restart:"), *replies])
-                owed.append(item)
-                if deliver is not None:
-                    try:
-                        await deliver(*item)
-                    except Exception:
-                        log.exception("delivering a recovered follow-up to learner %s failed", follow_learner)
-        return owed
-
-    # ----- helpers ----------------------------------------------------------------------
-
-    def _require(self, learner_id: int) -> Learner:
-        learner = self.get_learner(learner_id)
-        if learner is None:
-            raise InvalidAction("unknown learner; send /start")
-        return learner
-
-    def _state(self, session: Session, learner_id: int | None, card_id: str) -> CardState | None:
-        return session.exec(
-            select(CardState).where(CardState.learner_id == learner_id, CardState.card_id == card_id)
-        ).first()
 
     def _awaiting_review(self, learner_id: int | None) -> Review | None:
         with Session(self.db, expire_on_commit=False) as session:
@@ -1179,56 +634,7 @@ class QuizEngine:
         if review.status != status:
             raise InvalidAction(f"that answer is already {review.status}")
 
-    @staticmethod
-    def _no_open_trap() -> Reply:
-        return Reply(
-            "There is no open trap to answer. Send /trap for one.",
-            kind=ReplyKind.INFO,
-            buttons=((Button("Give me a trap", Action(Verb.NEXT).encode()),),),
-        )
-
-    @staticmethod
-    def _unknown_learner() -> Reply:
-        return Reply("I don't know you yet: send /start.", kind=ReplyKind.ERROR)
-
 
 def _reading(grade: Grade) -> dict[str, Any]:
     """A judge's reading as stored beside the verdict the learner was given."""
     return {"judge": grade.judgement.judge, "quality": grade.quality, "score": grade.score, "judgement": grade.judgement.to_json()}
-
-
-def _with_second(verdict: dict[str, Any], second: dict[str, Any] | None) -> dict[str, Any]:
-    if second:
-        verdict["second_reading"] = second
-    return verdict
-
-
-def _rows(buttons: list[Button], width: int) -> tuple[tuple[Button, ...], ...]:
-    return tuple(tuple(buttons[i : i + width]) for i in range(0, len(buttons), width))
-
-
-def _snapshot(state: CardState) -> dict[str, Any]:
-    return {
-        "exists": state.id is not None,
-        "repetitions": state.repetitions,
-        "easiness_hundredths": state.easiness_hundredths,
-        "interval_days": state.interval_days,
-        "due_on": state.due_on.isoformat(),
-        "lapses": state.lapses,
-        "last_reviewed_on": state.last_reviewed_on.isoformat() if state.last_reviewed_on else None,
-        "last_reviewed_at": state.last_reviewed_at.isoformat() if state.last_reviewed_at else None,
-        "repeat_today": state.repeat_today,
-        "skipped_on": state.skipped_on.isoformat() if state.skipped_on else None,
-    }
-
-
-def _restore(state: CardState, snap: dict[str, Any]) -> None:
-    state.repetitions = snap["repetitions"]
-    state.easiness_hundredths = snap["easiness_hundredths"]
-    state.interval_days = snap["interval_days"]
-    state.due_on = date.fromisoformat(snap["due_on"])
-    state.lapses = snap["lapses"]
-    state.last_reviewed_on = date.fromisoformat(snap["last_reviewed_on"]) if snap["last_reviewed_on"] else None
-    state.last_reviewed_at = datetime.fromisoformat(snap["last_reviewed_at"]) if snap["last_reviewed_at"] else None
-    state.repeat_today = snap["repeat_today"]
-    state.skipped_on = date.fromisoformat(snap["skipped_on"]) if snap.get("skipped_on") else None

@@ -26,6 +26,7 @@ from bot.models import FollowUp, FollowUpStatus, Review, ReviewStatus
 from bot.replies import Button, Reply, ReplyKind
 from cards.deck import Deck
 from cards.schema import Card, KeyPoint
+from cards.wording import as_asked
 from grader.base import CREDITED, Grader, Judgement, PointVerdict, read_followup
 
 log = logging.getLogger(__name__)
@@ -149,7 +150,7 @@ class FollowUps:
     def asked_again(self, learner_id: int) -> Reply | None:
         """The learner's open follow-up asked again (a chat that restarts), or None."""
         row = self.open_for(learner_id)
-        card = self.deck.get(row.card_id) if row is not None and row.card_id in self.deck else None
+        card = self._card(row) if row is not None else None
         point = (
             next((p for p in card.key_points if p.id == row.point_id), None)
             if card and row
@@ -173,7 +174,7 @@ class FollowUps:
     async def answer(self, row: FollowUp, text: str) -> list[Reply]:
         """Store the answer, then read it against the one point; never touches the grade."""
         now = self.clock.now()
-        card = self.deck.get(row.card_id) if row.card_id in self.deck else None
+        card = self._card(row)
         point = next((p for p in card.key_points if p.id == row.point_id), None) if card else None
         with Session(self.db, expire_on_commit=False) as session:
             stored = session.get(FollowUp, row.id)
@@ -208,7 +209,7 @@ class FollowUps:
             row = session.get(FollowUp, row_id)
         if row is None or row.status != FollowUpStatus.JUDGING or row.answer is None:
             return []
-        card = self.deck.get(row.card_id) if row.card_id in self.deck else None
+        card = self._card(row)
         point = next((p for p in card.key_points if p.id == row.point_id), None) if card else None
         if card is None or point is None:
             self._update(row.id, status=FollowUpStatus.CLOSED)
@@ -279,7 +280,7 @@ class FollowUps:
             row.status = FollowUpStatus.SKIPPED
             session.add(row)
             session.commit()
-        card = self.deck.get(row.card_id) if row.card_id in self.deck else None
+        card = self._card(row)
         point = next((p for p in card.key_points if p.id == row.point_id), None) if card else None
         if card is None or point is None:
             return [
@@ -378,6 +379,14 @@ class FollowUps:
     @staticmethod
     def forget(session: Session, learner_id: int) -> None:
         session.exec(sa.delete(FollowUp).where(col(FollowUp.learner_id) == learner_id))  # type: ignore[call-overload]
+
+    def _card(self, row: FollowUp) -> Card | None:
+        """The follow-up's card as its review was asked (a variant's own labels, probes, hints)."""
+        if row.card_id not in self.deck:
+            return None
+        with Session(self.db) as session:
+            variant_id = session.exec(select(Review.variant_id).where(Review.id == row.review_id)).first()
+        return as_asked(self.deck.get(row.card_id), variant_id)
 
     def _row(self, review_id: int | None) -> FollowUp | None:
         with Session(self.db, expire_on_commit=False) as session:

@@ -38,25 +38,43 @@ def parse_timezone(text: str) -> str:
             raise PreferenceError(
                 "Offsets with minutes need a city or zone name (for example Asia/Kolkata)."
             )
-        if hours > 14:
-            raise PreferenceError("UTC offsets run from -12 to +14.")
         if hours == 0:
             return "UTC"
-        # POSIX inverts the sign: Etc/GMT-2 is two hours ahead of UTC.
-        return f"Etc/GMT{'-' if sign == '+' else '+'}{hours}"
-    try:
-        ZoneInfo(value)
-        if "/" in value or value in available_timezones():
-            return value
-    except (ZoneInfoNotFoundError, ValueError):
-        pass
+        # POSIX inverts the sign: Etc/GMT-2 is two hours ahead of UTC. The tz database has
+        # Etc/GMT-14 (UTC+14) to Etc/GMT+12 (UTC-12), nothing beyond.
+        zone = f"Etc/GMT{'-' if sign == '+' else '+'}{hours}"
+        if (sign == "+" and hours > 14) or (sign == "-" and hours > 12) or not is_zone(zone):
+            raise PreferenceError("UTC offsets run from UTC-12 to UTC+14.")
+        return zone
+    if ("/" in value or value in available_timezones()) and is_zone(value):
+        return value
     city = _zones_by_city().get(value.replace("_", " ").casefold())
-    if city:
+    if city and is_zone(city):
         return city
     raise PreferenceError(
         f"I don't know the timezone {value!r}. Send a city (Berlin), a zone (Europe/Berlin) "
         "or an offset (UTC+2)."
     )
+
+
+def is_zone(name: object) -> bool:
+    """Whether ``name`` constructs a time zone on this machine (the check before saving)."""
+    return zone_or_none(name) is not None
+
+
+def zone_or_none(name: object) -> ZoneInfo | None:
+    if not isinstance(name, str) or not name or len(name) > 64:
+        return None
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a path-like name
+        return None
+
+
+def stored_zone(name: object) -> ZoneInfo:
+    """The zone of a stored setting read defensively: UTC when the value (saved by an older
+    version, or edited by hand) is no zone, so one bad row never stops anyone else."""
+    return zone_or_none(name) or ZoneInfo("UTC")
 
 
 def parse_push_time(text: str) -> time:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
 from grader.base import Judgement, PointVerdict
@@ -20,10 +20,12 @@ MARK = {
     PointVerdict.ABSENT: "❌",
     PointVerdict.CONTRADICTED: "⛔",
 }
+#: What each SM-2 quality means under the grade rule (``grader.scoring``); falling for the trap
+#: is said only when the judge read a misconception in the answer, never by the number alone.
 QUALITY_WORDS = {
-    0: "blackout: fell for the trap",
-    1: "wrong, but the key rang a bell",
-    2: "wrong, the mechanism is missing",
+    0: "the mechanism is not there yet",
+    1: "wrong, with a piece of the mechanism",
+    2: "part of the core, not all of it",
     3: "right, with real gaps",
     4: "right, a small gap",
     5: "complete",
@@ -39,9 +41,10 @@ WELCOME = (
 
 HELP = (
     "**Commands**\n"
-    "- /trap: the next due trap, or a new one\n"
+    "- /trap: the next due trap, or a new one (a missed trap comes back after 10 minutes, "
+    "once the others due are done)\n"
     "- /hint: a nudge for the open trap\n"
-    "- /skip: put the open trap back for later\n"
+    "- /skip: skip the open trap for today\n"
     "- /stats: streak, reviews, what is due, mastery per mechanism\n"
     "- /settings: timezone, push time, new traps a day, interview mode, pause\n"
     "- /undo: take back your last grade\n"
@@ -50,7 +53,8 @@ HELP = (
     "To answer, just send your answer as a message after a trap. When an answer misses a "
     "core point, \"Try the follow-up\" asks what an interviewer would ask next: your next "
     "message answers it (it never changes your grade; /skip skips it). "
-    "`/settings interview on` asks it straight away."
+    "`/settings interview on` asks it straight away. If you don't know, say so: "
+    "\"I don't know\" shows the mechanism and counts as 0, with no guess to unlearn."
 )
 
 
@@ -93,7 +97,7 @@ def self_grade_prompt(card: Card) -> str:
     return (
         key_text(card)
         + "\n\nHow close was your answer? Rate it 0-5: 5 complete, 4 a small gap, 3 right with "
-        "real gaps, 2 the mechanism missing, 1 wrong but familiar, 0 fell for the trap."
+        "real gaps, 2 part of the core, 1 wrong with a piece of it, 0 nothing of it yet."
     )
 
 
@@ -148,21 +152,18 @@ def biggest_gap(card: Card, judgement: Judgement) -> KeyPoint | None:
     return max(missing, key=lambda point: (point.core, point.weight, -card.key_points.index(point)))
 
 
-#: The longest "one line" of a verdict (the gap, the trap): about three lines on a phone.
-LINE_CHARS = 160
-
-
-def first_sentence(text: str, limit: int = LINE_CHARS) -> str:
-    """The first sentence (or its first clause, when the sentence runs long), at most
-    ``limit`` characters, cut at a word."""
+def first_sentence(text: str) -> str:
+    """The first whole sentence of ``text`` (never cut inside it: a long sentence beats a
+    fragment); the whole text when it has no sentence end."""
     text = " ".join(text.split())
-    match = re.match(r"(.+?(?<!\bal)(?<!\be\.g)(?<!\bi\.e)[.!?])(?:\s|$)", text)
-    sentence = match.group(1) if match else text
-    if len(sentence) > limit:
-        sentence = re.split(r";\s|:\s|\s\(", sentence)[0]
-    if len(sentence) > limit:
-        sentence = sentence[:limit].rsplit(" ", 1)[0].rstrip(",;:") + "…"
-    return sentence
+    match = re.match(r"(.+?(?<!\bal)(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\bcf)[.!?])(?:\s|$)", text)
+    return match.group(1) if match else text
+
+
+def gap_hint(point: KeyPoint) -> str:
+    """What the verdict says about a missed point: its hint (a pointer, not the answer); a card
+    written before hints shows the point's label to look for."""
+    return point.hint or f"Look again at this point: _{point_label(point)}_."
 
 
 def verdict_text(
@@ -182,6 +183,8 @@ def verdict_text(
     With ``follow_up`` (an interviewer's follow-up question is offered for the missed core
     point) the missed point and the explanation are held back: the follow-up reply shows them
     once the learner has tried."""
+    if grader == DONT_KNOW_GRADER:
+        return dont_know_text(card, next_label)
     lines = [f"**Grade {quality}/5**: {QUALITY_WORDS[quality]}  ·  {next_label}"]
     if judgement is not None and judgement.points:
         lines += ["", *marked_points(card, judgement)]
@@ -193,8 +196,8 @@ def verdict_text(
         elif follow_up:
             lines += ["", "**You missed a core point.** Try the follow-up question before you read it."]
         elif gap is not None:
-            lead = "**The core you missed:**" if gap.core else "**To make it complete:**"
-            lines += ["", f"{lead} {first_sentence(gap.text)}"]
+            lead = "**A core point to find:**" if gap.core else "**To make it complete:**"
+            lines += ["", f"{lead} {gap_hint(gap)}"]
         if any("instruct the grader" in cap for cap in caps):
             lines += ["", "_Your answer contains instructions to the grader; they were ignored._"]
         if second:
@@ -205,8 +208,36 @@ def verdict_text(
     return "\n".join(lines)
 
 
+#: The grader named on an answer that only said "I don't know" (graded 0, no judge asked).
+DONT_KNOW_GRADER = "none: you said you don't know"
+
+
+def dont_know_text(card: Card, next_label: str) -> str:
+    """The verdict on "I don't know": no grade talk about traps, the mechanism to take away."""
+    lines = [
+        f"**Grade 0/5**: you said you don't know  ·  {next_label}",
+        "",
+        "Saying so beats a guess. The points to carry into the next try:",
+    ]
+    for point in card.key_points:
+        lines.append(f"- **{point_label(point)}**" if point.core else f"- {point_label(point)}")
+    lines += ["", "**Why**", first_paragraph(card.explanation), "", "_Bold points are the core._"]
+    return "\n".join(lines)
+
+
 def first_paragraph(markdown: str) -> str:
-    return markdown.strip().split("\n\n", 1)[0].strip()
+    """The explanation's opening, ended where a paragraph ends a thought: a paragraph that
+    ends with a colon brings what it announces (a formula, a list) along."""
+    blocks = [block.strip() for block in markdown.strip().split("\n\n") if block.strip()]
+    taken = blocks[:1]
+    while taken and len(taken) < len(blocks) and not _ends_thought(taken[-1]):
+        taken.append(blocks[len(taken)])
+    return "\n\n".join(taken)
+
+
+def _ends_thought(block: str) -> bool:
+    """Whether a paragraph ends a sentence (not a colon, not prose running into a formula)."""
+    return re.search(r"[.?!]['\")\]_*`]*$|\$$", block.rstrip()) is not None and not block.rstrip().endswith(":")
 
 
 def explanation_text(card: Card) -> str:
@@ -217,11 +248,26 @@ def explanation_text(card: Card) -> str:
     return "\n".join(lines)
 
 
+def next_label(today: date, due: date, *, repeat_in: timedelta | None = None) -> str:
+    """When a graded trap comes back: after the learning step today, or at its next review."""
+    if repeat_in is not None:
+        minutes = max(1, round(repeat_in.total_seconds() / 60))
+        return f"back in {minutes} minute{'s' if minutes != 1 else ''}, after what else is due"
+    return day_label(today, due)
+
+
+def schedule_sentence(label: str) -> str:
+    """A label of ``next_label`` or ``day_label`` as a sentence of its own."""
+    if label.startswith("back"):
+        return f"It comes {label}."
+    return label[0].upper() + label[1:] + "."
+
+
 def day_label(today: date, due: date) -> str:
     days = (due - today).days
     when = due.strftime("%a %d %b")
     if days <= 0:
-        return "again today"
+        return "back today"
     if days == 1:
         return f"next review tomorrow ({when})"
     return f"next review in {days} days ({when})"

@@ -83,6 +83,12 @@ def answered(session: Session, learner_id: int, card_id: str, review_id: int) ->
     return open_ask.variant_id
 
 
+def open_variant(session: Session, learner_id: int, card_id: str) -> str | None:
+    """The wording of the open showing of this card (None: the original, or nothing open)."""
+    open_ask = _open(session, learner_id, card_id)
+    return open_ask.variant_id if open_ask is not None else None
+
+
 def reopen(session: Session, review_id: int) -> None:
     """The review was undone: its showing is open again, so the new answer answers the same wording."""
     session.exec(sa.update(Asked).where(col(Asked.review_id) == review_id).values(review_id=None))  # type: ignore[call-overload]

@@ -160,6 +160,8 @@ def render_card(card: Card) -> str:
                 indent="    ",
             )
         )
+        if point.hint:
+            lines.append(_wrapped(f"Hint: {point.hint}", indent="    "))
     lines += ["", "Misconceptions"]
     for item in card.misconceptions:
         lines.append(_wrapped(item.text, first="- ", indent="    "))
@@ -173,6 +175,18 @@ def render_card(card: Card) -> str:
         textwrap.indent(card.explanation, INDENT),
         "",
     ]
+    if card.variants:
+        lines.append(f"Variants (the original's setting: {', '.join(card.situation or []) or 'none named'})")
+        for variant in card.variants:
+            lines.append(_wrapped(f"[{variant.id}] {variant.question}", first="- ", indent="    "))
+            if variant.hint:
+                lines.append(_wrapped(f"Hint: {variant.hint}", indent="    "))
+            for override in variant.points:
+                for name in ("label", "probe", "hint"):
+                    value = getattr(override, name)
+                    if value:
+                        lines.append(_wrapped(f"{override.id} {name}: {value}", indent="      "))
+        lines.append("")
     lines.append("References")
     for ref in card.references:
         parts = [f"{ref.authors} ({ref.year}). {ref.title}."]

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from cards.schema import Card
+from cards.schema import Card, hint_problems, variant_problems
 
 DECK_DIR = Path(__file__).resolve().parent / "deck"
 #: libyaml's safe loader when PyYAML was built with it (several times faster), else Python's.
@@ -148,6 +148,7 @@ def content_problems(card: Card) -> list[str]:
             found.append(
                 f"{where}.phrasings: {len(misconception.phrasings)} phrasings; at least {MIN_ACCEPTS}"
             )
+    found += hint_problems(card) + variant_problems(card)
     for answer in card.reference_answers:
         where = f"reference_answers.{answer.kind}"
         if answer.credits is None:

@@ -69,6 +69,8 @@ class Source(_Strict):
 
 Phrase = Annotated[str, StringConstraints(strip_whitespace=True, min_length=2, max_length=80)]
 Label = Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=60)]
+#: A key point's hint: one sentence, shown as "what you missed" (``content_problems`` lints it).
+Hint = Annotated[str, StringConstraints(strip_whitespace=True, min_length=12, max_length=200)]
 
 
 class KeyPoint(_Strict):
@@ -86,10 +88,14 @@ class KeyPoint(_Strict):
     contradicts the point, which caps its grade at 2, as a listed misconception caps it at 1.
     ``probe``: the question an interviewer asks to lead a candidate to the point without
     giving it away (the follow-up).
+    ``hint``: one sentence that points a learner who missed the point toward it without
+    stating it (the verdict's "what you missed" line): not a copy of the point's text, and
+    none of its ``accepts`` (lint).
     """
 
     id: Slug
     label: Label | None = None
+    hint: Hint | None = None
     text: NonEmpty
     core: bool = False
     weight: float = Field(default=1.0, gt=0, le=5)
@@ -131,11 +137,31 @@ class ReferenceAnswer(_Strict):
     asserts: list[Slug] = Field(default_factory=list)
 
 
+class PointInVariant(_Strict):
+    """What a variant says differently about one key point (``id``) where its setting differs:
+    the label shown, the follow-up probe, the hint. A field left out is the original's."""
+
+    id: Slug
+    label: Label | None = None
+    probe: str | None = None
+    hint: Hint | None = None
+
+
 class Variant(_Strict):
-    """Another question that needs the same mechanism in another setting."""
+    """Another question that needs the same mechanism in another setting.
+
+    A variant is whole: everything a learner who answered it sees is about its setting. The
+    original card names its setting in ``Card.situation``; the lint fails a variant unless
+    it overrides (``hint``, ``points``) every label, probe or hint of the original that uses
+    one of those terms, and its own overrides use none of them."""
 
     id: Slug
     question: NonEmpty
+    hint: NonEmpty | None = None  # the /hint nudge for this wording
+    points: list[PointInVariant] = Field(default_factory=list)
+    #: Terms of the card's ``situation`` this variant's setting has too (a variant about
+    #: another PPO pipeline shares "PPO"): the original's fields may show them.
+    shares: list[Phrase] = Field(default_factory=list)
 
 
 class Card(_Strict):
@@ -154,6 +180,10 @@ class Card(_Strict):
     references: list[Reference] = Field(min_length=1)
     reference_answers: list[ReferenceAnswer] = Field(min_length=2)
     variants: list[Variant] = Field(default_factory=list)
+    #: Words that name the original question's setting ("coding assistant", "sand"): what a
+    #: variant must not show (see ``Variant``). Required when there are variants; an empty
+    #: list says the original's wording names no setting of its own.
+    situation: list[Phrase] | None = Field(default=None, max_length=24)
     explanation: NonEmpty  # the Markdown body after the front matter
     version: str = ""  # content hash, filled in by the loader
 
@@ -194,6 +224,10 @@ class Card(_Strict):
             )
             if unknown:
                 raise ValueError(f"reference_answers ({answer.kind}): unknown ids {unknown}")
+        for variant in self.variants:
+            unknown = sorted({point.id for point in variant.points} - point_ids)
+            if unknown:
+                raise ValueError(f"variants ({variant.id}): points name no key point: {unknown}")
         kinds = {answer.kind: answer.grade for answer in self.reference_answers}
         if kinds.get("expert") != 5:
             raise ValueError("reference_answers: needs an expert answer graded 5")
@@ -212,3 +246,118 @@ class Card(_Strict):
     def extra_points(self) -> list[KeyPoint]:
         """The non-core points, which lift a pass to 4 and 5."""
         return [point for point in self.key_points if not point.core]
+
+
+# ----- content lint: hints and whole variants (``cards.deck.content_problems`` adds these) -----
+
+#: The longest run of words a hint may share with its point's text before it reads as a
+#: fragment of the key rather than a pointer toward it.
+HINT_SHARED_WORDS = 5
+
+
+def _fold(text: str) -> str:
+    """Lower case, typographic quotes plain, punctuation other than word joiners as spaces."""
+    text = text.casefold().replace("\u2019", "'").replace("\u2018", "'")
+    return " ".join(re.sub(r"[^\w'^+-]+", " ", text).split())
+
+
+def mentions(text: str, term: str) -> bool:
+    """Whether ``term`` occurs in ``text`` as whole words (a plural included), folded."""
+    folded, wanted = _fold(text), _fold(term)
+    return bool(wanted) and re.search(rf"(?<![\w]){re.escape(wanted)}(?:s|es)?(?![\w])", folded) is not None
+
+
+def _shared_run(first: str, second: str, length: int) -> str | None:
+    """A run of ``length`` consecutive words found in both texts, folded; None when none."""
+    words = _fold(first).split()
+    other = f" {_fold(second)} "
+    for start in range(len(words) - length + 1):
+        run = " ".join(words[start : start + length])
+        if f" {run} " in other:
+            return run
+    return None
+
+
+def _hint_problems_of(where: str, hint: str, point: KeyPoint) -> list[str]:
+    found = []
+    if not (hint[0].isupper() or hint[0].isdigit()) or hint.rstrip()[-1] not in ".?!":
+        found.append(f"{where}: must be a whole sentence (a capital first, a full stop or question mark last)")
+    shared = _shared_run(hint, point.text, HINT_SHARED_WORDS)
+    if shared:
+        found.append(f"{where}: copies the point's text ({shared!r}); point toward it instead")
+    given = [phrase for phrase in point.accepts if mentions(hint, phrase)]
+    if given:
+        found.append(f"{where}: gives the point away ({given[0]!r})")
+    if point.probe and _fold(hint) == _fold(point.probe):
+        found.append(f"{where}: repeats the probe")
+    return found
+
+
+def hint_problems(card: Card) -> list[str]:
+    """Every key point has a hint that is a sentence, no fragment of its text, and no accepted
+    phrasing of the point."""
+    found = []
+    for point in card.key_points:
+        where = f"key_points.{point.id}.hint"
+        if point.hint is None:
+            found.append(f"{where}: missing (one sentence toward the point, shown when it is missed)")
+            continue
+        found.extend(_hint_problems_of(where, point.hint, point))
+    return found
+
+
+def variant_problems(card: Card) -> list[str]:
+    """Whole variants: the card names its setting (``situation``, each term used by the
+    original), and every variant overrides each label, probe and hint, and the question hint,
+    that names it, with overrides that name none of it."""
+    if not card.variants:
+        return []
+    found = []
+    if card.situation is None:
+        found.append("situation: missing (the words that name the original question's setting; [] when none)")
+    situation = card.situation or []
+    original = [card.question, card.trap, card.hint] + [
+        value for point in card.key_points for value in (point.label, point.probe, point.hint) if value
+    ]
+    for term in situation:
+        if not any(mentions(text, term) for text in original):
+            found.append(f"situation: {term!r} occurs nowhere in the original question, labels, probes or hints")
+
+    for variant in card.variants:
+        where = f"variants.{variant.id}"
+        unknown = sorted(set(variant.shares) - set(situation))
+        if unknown:
+            found.append(f"{where}.shares: not in the card's situation: {unknown}")
+        own = [term for term in situation if term not in variant.shares]
+
+        def named(text: str | None, own: list[str] = own) -> str | None:
+            return next((term for term in own if text and mentions(text, term)), None)
+
+        overrides = {point.id: point for point in variant.points}
+        term = named(card.hint)
+        if term and variant.hint is None:
+            found.append(f"{where}.hint: the card's hint names the original's {term!r}; write the variant's own")
+        for point in card.key_points:
+            override = overrides.get(point.id)
+            for field in ("label", "probe", "hint"):
+                mine = getattr(override, field) if override else None
+                term = named(getattr(point, field))
+                if term and mine is None:
+                    found.append(f"{where}.points.{point.id}.{field}: the original's shows {term!r}; override it")
+        for field, value in [("hint", variant.hint)] + [
+            (f"points.{o.id}.{name}", getattr(o, name)) for o in variant.points for name in ("label", "probe", "hint")
+        ]:
+            term = named(value)
+            if term:
+                found.append(f"{where}.{field}: names the original's setting ({term!r})")
+        for override in variant.points:
+            point = card.key_point(override.id)
+            if override.probe is not None:
+                if not override.probe.rstrip().endswith("?"):
+                    found.append(f"{where}.points.{override.id}.probe: must be a question")
+                given = [phrase for phrase in point.accepts if mentions(override.probe, phrase)]
+                if given:
+                    found.append(f"{where}.points.{override.id}.probe: gives the point away ({given[0]!r})")
+            if override.hint is not None:
+                found.extend(_hint_problems_of(f"{where}.points.{override.id}.hint", override.hint, point))
+    return found

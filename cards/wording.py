@@ -37,10 +37,24 @@ def variant_of(card: Card, variant_id: str | None) -> Variant | None:
 
 
 def as_asked(card: Card, variant_id: str | None) -> Card:
-    """The card with the question in the wording that was asked (the same key, version and
-    id), for judges that read the question."""
+    """The card as the learner who was asked this wording sees it: the variant's question,
+    hint, and its labels, probes and hints where it overrides a key point (the same key text,
+    version and id). The judge, the verdict and the follow-up all read this card."""
     variant = variant_of(card, variant_id)
-    return card if variant is None else card.model_copy(update={"question": variant.question})
+    if variant is None:
+        return card
+    overrides = {point.id: point for point in variant.points}
+    points = []
+    for point in card.key_points:
+        override = overrides.get(point.id)
+        if override is None:
+            points.append(point)
+            continue
+        changed = {name: getattr(override, name) for name in ("label", "probe", "hint") if getattr(override, name)}
+        points.append(point.model_copy(update=changed))
+    return card.model_copy(
+        update={"question": variant.question, "hint": variant.hint or card.hint, "key_points": points}
+    )
 
 
 def wording_ref(card_id: str, variant_index: int) -> str:

@@ -128,6 +128,7 @@ async def test_variants_rotate_per_learner_and_independently(
 ) -> None:
     engine = engine_on(db_url, small_deck, clock, named_judge)
     engine.rng = FirstOfTies()
+    engine.learning_step = timedelta(0)  # each /trap repeats the missed trap at once: rotation is what is tested
     card = small_deck.get("rl-91")
 
     async def session(user: str, answers: int) -> str:

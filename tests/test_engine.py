@@ -143,11 +143,12 @@ async def test_step_7_repeats_change_neither_easiness_nor_interval(db, small_dec
     learner = engine.learner("terminal", "ada")
     await engine.next_trap(learner.id)
     verdict = await answer_and_rate(engine, learner.id, 3)
-    assert "again later today" in verdict.text
+    assert "back in 10 minutes" in verdict.text
     after_first = state_of(engine, learner.id, "rl-91")
     assert (after_first.interval_days, after_first.easiness_hundredths) == (1, 236)
     assert after_first.repeat_today
 
+    clock.advance(minutes=10)  # the learning step
     [again] = await engine.next_trap(learner.id)
     assert again.card_id == "rl-91" and "Again today" in again.text
     await answer_and_rate(engine, learner.id, 2)
@@ -155,6 +156,7 @@ async def test_step_7_repeats_change_neither_easiness_nor_interval(db, small_dec
     assert (still.interval_days, still.easiness_hundredths, still.repetitions) == (1, 236, 1)
     assert still.repeat_today
 
+    clock.advance(minutes=10)
     await engine.next_trap(learner.id)
     await answer_and_rate(engine, learner.id, 5)
     done = state_of(engine, learner.id, "rl-91")

@@ -256,6 +256,7 @@ async def test_skipping_a_follow_up_by_skip_by_its_button_and_by_next_trap(
     # "Next trap" while a follow-up is open (here SM-2's same-day repeat of rl-91, as a
     # variant): the next free text answers the trap, not the follow-up.
     await engine.act(ada.id, button(verdict, "Try the follow-up"))
+    clock.advance(minutes=10)  # the learning step before the repeat
     [question] = await engine.act(ada.id, button(skipped, "Next trap"))
     assert question.kind is ReplyKind.QUESTION and question.wording > 0
     assert followups(engine)[0].status == FollowUpStatus.CLOSED

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 from datetime import date, datetime, time
-from zoneinfo import ZoneInfo
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine as DbEngine
@@ -12,6 +11,7 @@ from sqlmodel import Session, col, select
 
 from bot.clock import Clock
 from bot.discord.models import DiscordGuild, DiscordLeaderboardMember
+from bot.prefs import parse_timezone, stored_zone
 from cards.deck import Deck
 
 
@@ -28,12 +28,12 @@ def trap_of_the_day(deck: Deck, guild_id: int | str, day: date) -> str:
 
 
 def local_today(config: DiscordGuild, now: datetime) -> date:
-    return now.astimezone(ZoneInfo(config.timezone)).date()
+    return now.astimezone(stored_zone(config.timezone)).date()
 
 
 def is_due(config: DiscordGuild, now: datetime) -> bool:
     """Whether the server's post for its local today is owed at ``now``."""
-    local = now.astimezone(ZoneInfo(config.timezone))
+    local = now.astimezone(stored_zone(config.timezone))
     return (
         config.enabled
         and local.time() >= config.post_time
@@ -75,7 +75,7 @@ class GuildStore:
                 )
             config.channel_id = str(channel_id)
             config.post_time = post_time
-            config.timezone = timezone
+            config.timezone = parse_timezone(timezone)  # a zone that constructs, or PreferenceError
             config.enabled = enabled
             config.configured_by = str(configured_by)
             config.last_error = None

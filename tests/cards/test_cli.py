@@ -105,6 +105,13 @@ def test_show_renders_every_section_and_marks_core_points(capsys):
         ), point.id
     for ref in card.references:
         assert ref.title in flat
+    for point in card.key_points:  # each point's hint, and every variant with its own words
+        assert f"Hint: {point.hint}" in flat
+    assert re.search(r"^Variants \(the original's setting: ", out, flags=re.MULTILINE)
+    for variant in card.variants:
+        assert f"[{variant.id}]" in flat
+        for override in variant.points:
+            assert " ".join((override.probe or override.label or override.hint or "").split()) in flat
 
 
 def test_show_unknown_id_exits_2_with_a_message(capsys):

@@ -244,10 +244,13 @@ async def test_empty_and_oversized_answers_are_never_lost(make_rig) -> None:
     assert too_long.last.files["your-answer.txt"].decode("utf-8") == family
     assert too_long.last.buttons[0]["label"] == "Answer"
 
-    robots = "\U0001f916" * 4000
-    graded = await rig.submit(form, robots, ada)
+    robots = "\U0001f916" * 4000  # emoji only: nothing to read, refused like an empty answer (issue 42.9)
+    refused = await rig.submit(form, robots, ada)
+    assert "empty" in refused.text and reviews(rig, ada) == []
+    worded = "\U0001f916 the proxy is gamed " * 200  # 4,000 characters with words in them
+    graded = await rig.submit(form, worded, ada)
     [review] = reviews(rig, ada)
-    assert review.answer == robots and review.status == ReviewStatus.GRADED
+    assert review.answer == worded.strip() and review.status == ReviewStatus.GRADED
     for sent in graded.sent:
         assert_within_limits(sent)
 

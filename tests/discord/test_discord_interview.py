@@ -196,7 +196,9 @@ async def test_variants_rotate_per_learner_and_independently(make_rig) -> None:
     card_id = rig.engine.deck.cards[0].id
 
     async def asked(user) -> str:
-        """/trap, then answer in the form (missing a core point: SM-2 asks again today)."""
+        """/trap, then answer in the form (missing a core point: SM-2 asks again today, after
+        the learning step)."""
+        rig.clock.advance(minutes=10)
         trap = await rig.command("trap", user)
         ref = trap.last.custom_id("Answer").rsplit(":", 1)[1]
         form = (await rig.press(trap.last, "Answer", user)).modal

@@ -195,7 +195,9 @@ async def test_variants_rotate_per_learner_and_independently(make_bot, keyword_j
     api, card = bot.api, bot.engine.deck.get("rl-91")
 
     async def asked(user: Any) -> str:
-        """/trap, then an answer missing a core point (SM-2 asks again the same day)."""
+        """/trap, then an answer missing a core point (SM-2 asks again the same day, after the
+        learning step)."""
+        bot.clock.advance(minutes=10)
         mark = api.mark()
         api.send_command(user, "trap")
         question = await next_message(api, mark, user.id, "rl-91")
