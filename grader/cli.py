@@ -335,8 +335,7 @@ def record_command(args: argparse.Namespace) -> int:
 
 def replay_eval(args: argparse.Namespace, deck: Any, examples: list, missing: list[str]) -> int:
     """``trapbot grader eval --grader llm --replies FILE``: the model alone and the whole judge."""
-    from grader.replay import format_replayed, replayed_figures
-    from grader.replay import load_replies
+    from grader.replay import format_replayed, load_replies, replayed_figures
 
     if args.grader != "llm":
         print("--replies replays an LLM judge's replies: use it with --grader llm", file=sys.stderr)

@@ -53,6 +53,11 @@ _MAX_READINGS = 4096
 _READER: Any = None
 
 
+def loaded_reader() -> Any:
+    """The process's offline reader if it has been made, else None (nothing is loaded)."""
+    return _READER
+
+
 def default_reader() -> Any:
     """The offline judge the cross-check reads with (one per process)."""
     global _READER

@@ -13,8 +13,8 @@ instruction, or one passage is credited for more than two points without our own
 supporting it. An answer that plainly addresses the grader is flagged even if the model
 missed it, and the flag caps the grade at 1.
 
-The offline judge reads the whole answer too (``SECOND_READING``), at the same time as the
-model call, and is used two ways:
+The offline judge reads the whole answer too (``second_reading``; while the model answers, once
+its model is loaded), and is used two ways:
 
 - a misconception it finds (with a real quote, outside injected text) that the model did not
   report is added to the model's verdicts and lowers the grade: an obedient model that
@@ -59,7 +59,7 @@ from grader.base import (
     PointVerdict,
 )
 from grader.cache import JudgementCache, cache_key
-from grader.crosscheck import default_reader, reading_of, verify_async
+from grader.crosscheck import default_reader, loaded_reader, reading_of, verify_async
 from grader.scoring import grade_from_judgement
 
 if TYPE_CHECKING:
@@ -382,18 +382,23 @@ class LlmJudge:
         return f"{self.name}|{self._base_url or 'default'}|{PROMPT_VERSION}"
 
     async def assess(self, card: Card, answer: str, *, interactive: bool) -> Assessment:
-        reader = self.reader or default_reader()
-        # The offline reading runs while the model answers, so it adds nothing to the wait.
-        second = asyncio.ensure_future(asyncio.to_thread(reading_of, card, answer, reader))
+        # The offline reading runs while the model answers, so it adds nothing to the wait; but a
+        # reader not loaded yet is loaded only once a verdict needs it (not on a failure path).
+        reader = self.reader or loaded_reader()
+        second = (
+            asyncio.ensure_future(asyncio.to_thread(reading_of, card, answer, reader))
+            if reader is not None
+            else None
+        )
         try:
             judgement = await self.judge(card, answer)
             return await self._checked(card, answer, judgement, second, interactive=interactive)
         except Exception as error:  # whatever went wrong, the fallback grades
             reason = error.reason if isinstance(error, LlmJudgeUnavailable) else "unexpected error"
             detail = getattr(error, "detail", "") or type(error).__name__
-            if not second.done():
+            if second is not None and not second.done():
                 second.cancel()  # a thread cannot be stopped; its result is simply not awaited
-            elif not second.cancelled():
+            elif second is not None and not second.cancelled():
                 second.exception()  # retrieved, so a failed reading is not reported again at exit
             if self.fallback is None:
                 log.warning("LLM judge unavailable on card %s: %s (%s)", card.id, reason, detail)

@@ -148,7 +148,7 @@ class ReplayServer:
             await self._runner.cleanup()
             self._runner = None
 
-    async def __aenter__(self) -> ReplayServer:
+    async def __aenter__(self) -> ReplayServer:  # noqa: PYI034 - never subclassed
         await self.start()
         return self
 
@@ -346,11 +346,15 @@ def format_replayed(name: str, figures: dict[str, Any]) -> str:
     """The per-style table: labels, the model alone, the pipeline, and how far each agrees."""
     whole = figures["all"]
     lines = [
-        f"{name}: {figures['answers']} answers, {whole['n']} graded both ways; "
-        f"no reply for {figures['no_reply']}, invalid reply {len(figures['invalid_reply'])}, "
-        f"judge failed on {len(figures['judge_failed'])}",
-        "  mean grade (label / model alone / pipeline); QWK and pass/fail at 3 against the labels; "
-        "pipeline = model on exact grade and on pass/fail",
+        (
+            f"{name}: {figures['answers']} answers, {whole['n']} graded both ways; "
+            f"no reply for {figures['no_reply']}, invalid reply {len(figures['invalid_reply'])}, "
+            f"judge failed on {len(figures['judge_failed'])}"
+        ),
+        (
+            "  mean grade (label / model alone / pipeline); QWK and pass/fail at 3 against the labels; "
+            "pipeline = model on exact grade and on pass/fail"
+        ),
     ]
     kinds = figures["per_kind"]
     width = max([14, *(len(k) for k in kinds)])
