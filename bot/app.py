@@ -47,7 +47,7 @@ def describe_startup_failure(platform: str, error: BaseException, settings: Sett
 
 def build_grader(settings: Settings) -> Grader:
     """The judge ``TRAPBOT_JUDGE`` names; ``auto`` is the LLM judge with an API key, else offline."""
-    choice = settings.trapbot_judge
+    choice = settings.judge_settings().resolved_judge()
     if choice == "self":
         from grader.selfgrade import SelfGrader
 
@@ -60,10 +60,10 @@ def build_grader(settings: Settings) -> Grader:
         offline = None
     else:
         offline = OfflineJudge()
-    if choice == "llm" or (choice == "auto" and settings.openai_api_key is not None):
+    if choice == "llm":
         from grader.llm import LlmJudge
 
-        return LlmJudge.from_settings(settings, fallback=offline)
+        return LlmJudge.from_settings(settings.judge_settings(), fallback=offline)
     if offline is not None:
         return offline
     from grader.selfgrade import SelfGrader

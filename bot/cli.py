@@ -101,13 +101,16 @@ def configure_logging() -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.trapbot_log_level.upper())
-    for noisy in ("alembic", "httpx", "apscheduler", "sentence_transformers", "transformers", "openai"):
+    for noisy in ("alembic", "httpx", "httpx2", "apscheduler", "sentence_transformers", "transformers", "openai"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bot.config import get_settings
+
     configure_logging()
     args = build_parser().parse_args(argv)
+    args.judge_settings = get_settings().judge_settings()  # the grader reads no settings itself
     return args.func(args)
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from platformdirs import user_data_dir
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from grader.base import JudgeSettings
 
 
 def default_database_url() -> str:
@@ -32,6 +35,7 @@ class Settings(BaseSettings):
     trapbot_judge_model: str = "gpt-4o-mini"
     trapbot_judge_timeout: float = 20.0
     trapbot_sim_cache_dir: str | None = None
+    trapbot_grader_cache_dir: str | None = None
     trapbot_plots: bool = True
     trapbot_metrics_port: int | None = None
     trapbot_new_per_day: int = 1
@@ -44,6 +48,20 @@ class Settings(BaseSettings):
         """Every configured secret, so logs can mask them."""
         found = [self.telegram_bot_token, self.discord_bot_token, self.openai_api_key]
         return [secret.get_secret_value() for secret in found if secret is not None]
+
+    def judge_settings(self) -> JudgeSettings:
+        """The grader's settings; the grader never reads the environment itself."""
+        from grader.base import JudgeSettings
+
+        key = self.openai_api_key.get_secret_value() if self.openai_api_key is not None else None
+        return JudgeSettings(
+            judge=self.trapbot_judge,
+            model=self.trapbot_judge_model,
+            api_key=key or None,
+            base_url=self.openai_base_url or None,
+            timeout=self.trapbot_judge_timeout,
+            cache_dir=self.trapbot_grader_cache_dir,
+        )
 
     @property
     def deck_dirs(self) -> list[Path]:

@@ -112,11 +112,11 @@ def marked_points(card: Card, judgement: Judgement, *, numbered: bool = False) -
 
 
 def readings_note(judgement: Judgement, quality: int, second: dict[str, Any]) -> str:
-    """Two judges' readings that disagree, the lower given (the learner can dispute it)."""
+    """Two judges' readings that disagree, the first given (the learner can dispute it)."""
     return (
         f"⚖️ Two readings of your answer disagree: {judgement.judge} gives **{quality}/5**, "
         f"{second.get('judge', 'another judge')} gives **{second.get('quality', '?')}/5**. "
-        "You get the lower; confirm it, or say what it should be."
+        "You get the first; confirm it, or say what it should be."
     )
 
 

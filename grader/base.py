@@ -105,12 +105,32 @@ class Assessment:
     grader: str
     grade: Grade | None
     needs_confirmation: bool = False
-    #: Another judge's reading that disagrees with ``grade`` (which is then the lower of the two).
+    #: Another reading of the answer that disagrees with ``grade``, shown to the learner beside it
+    #: (for the LLM judge: the offline reading, or its own grade before a misconception lowered it).
     second_reading: Grade | None = None
     #: Whether the judge is sure of pass/fail; when not, ``unsure_points`` are the point and
     #: misconception ids to ask the learner about (the others are sure and need no question).
     sure: bool = True
     unsure_points: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """What the grader is told by whoever runs it (the bot reads these from its settings):
+    which judge, and for the LLM judge its model, key, endpoint, time budget and cache."""
+
+    judge: str = "auto"  # auto (the LLM judge when a key is given, else offline), llm, offline, self
+    model: str = "gpt-4o-mini"
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = field(default=None, repr=False)  # may hold credentials: never logged
+    timeout: float = 20.0
+    cache_dir: str | None = None  # None: the user cache directory
+
+    def resolved_judge(self) -> str:
+        """``llm``, ``offline`` or ``self``: what ``auto`` means with these settings."""
+        if self.judge == "auto":
+            return "llm" if self.api_key else "offline"
+        return self.judge
 
 
 @runtime_checkable

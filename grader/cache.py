@@ -1,7 +1,8 @@
 """A cache of judgements: same card version, same answer, same judge -> no second call.
 
 Two layers: an in-memory LRU for this process and a small SQLite file that survives
-restarts (``TRAPBOT_GRADER_CACHE_DIR``, else the user cache directory). The cache stores
+restarts (the directory its owner gives, from ``TRAPBOT_GRADER_CACHE_DIR`` in the bot, else
+the user cache directory). The cache stores
 the judge's verdicts, not the grade, so a change to the scoring rules applies to cached
 answers too.
 """
@@ -12,7 +13,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -31,9 +31,6 @@ CACHE_FILE = "judgements.sqlite3"
 
 
 def default_cache_dir() -> Path:
-    configured = os.environ.get("TRAPBOT_GRADER_CACHE_DIR")
-    if configured:
-        return Path(configured)
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("trapbot", appauthor=False))

@@ -1,4 +1,8 @@
-"""``trapbot grader eval`` (agreement with the calibration set) and ``trapbot grade`` (one answer)."""
+"""``trapbot grader eval`` (agreement with the calibration set), ``trapbot grader record``
+(a model's replies to the LLM judge's requests, for replay) and ``trapbot grade`` (one answer).
+
+The grader reads no settings of its own: ``bot.cli`` puts the judge's (``JudgeSettings``) on
+the parsed arguments as ``judge_settings``."""
 
 from __future__ import annotations
 
@@ -7,7 +11,11 @@ import asyncio
 import json
 import sys
 import time
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from grader.base import JudgeSettings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,8 +52,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     evaluate.add_argument(
         "--concurrency", type=int, default=4, help="answers in flight at once (llm)"
     )
+    evaluate.add_argument(
+        "--replies",
+        default=None,
+        help="with --grader llm: replay this file of recorded replies (trapbot grader record) "
+        "through a loopback endpoint instead of calling a model; prints per style the labels, "
+        "the model's own rule grade and the whole judge's grade",
+    )
     evaluate.add_argument("--json", action="store_true", help="print the figures as JSON")
     evaluate.set_defaults(func=eval_command)
+
+    recorder = commands.add_parser(
+        "record",
+        help="send each labelled answer's exact LLM-judge request to the configured endpoint "
+        "(OPENAI_BASE_URL, TRAPBOT_JUDGE_MODEL) and store the replies, for --replies",
+    )
+    recorder.add_argument("file", help="labelled answers, JSONL")
+    recorder.add_argument("--out", required=True, help="replies file (JSONL); appended to, resumable")
+    recorder.add_argument("--concurrency", type=int, default=4, help="requests in flight at once")
+    recorder.add_argument(
+        "--made-by", default="trapbot grader record", help="how the replies were made (stored with each)"
+    )
+    recorder.set_defaults(func=record_command)
 
     grade = subparsers.add_parser("grade", help="grade one answer to a card, non-interactively")
     grade.add_argument("card_id")
@@ -54,7 +82,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--grader",
         choices=("auto", "offline", "llm"),
         default="auto",
-        help="auto: the LLM judge when OPENAI_API_KEY is set (offline when it fails), else offline",
+        help="auto: the judge TRAPBOT_JUDGE names (its auto: the LLM judge when OPENAI_API_KEY "
+        "is set, offline when it fails; else offline, with no network call)",
     )
     grade.add_argument("--json", action="store_true", help="print the grade and verdicts as JSON")
     grade.set_defaults(func=grade_command)
@@ -63,14 +92,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 # ----- trapbot grade -----------------------------------------------------------------------------
 
 
-def _judge(choice: str, *, with_fallback: bool) -> Any:
-    from bot.config import get_settings
+def judge_settings(args: argparse.Namespace) -> JudgeSettings:
+    """The settings ``bot.cli`` handed over; the defaults (offline, no key) when run without it."""
+    from grader.base import JudgeSettings
+
+    return getattr(args, "judge_settings", None) or JudgeSettings()
+
+
+def _judge(choice: str, settings: JudgeSettings, *, with_fallback: bool) -> Any:
+    """The judge ``choice`` names; ``auto`` follows the settings' judge (``self`` has nobody to
+    ask here, so it is the offline judge)."""
     from grader.offline import OfflineJudge
 
-    settings = get_settings()
-    if choice == "offline" or (
-        choice == "auto" and settings.openai_api_key is None and not settings.openai_base_url
-    ):
+    if choice == "auto":
+        choice = settings.resolved_judge()
+        if choice == "self":
+            print("TRAPBOT_JUDGE=self: nobody to ask here, so the offline judge grades", file=sys.stderr)
+    if choice != "llm":
         return OfflineJudge()
     from grader.llm import LlmJudge
 
@@ -87,7 +125,7 @@ def grade_command(args: argparse.Namespace) -> int:
     card = deck.get(args.card_id)
     answer = sys.stdin.read() if args.answer == "-" else args.answer
     try:
-        judge = _judge(args.grader, with_fallback=True)
+        judge = _judge(args.grader, judge_settings(args), with_fallback=True)
     except ValueError as error:
         print(error, file=sys.stderr)
         return 2
@@ -173,8 +211,10 @@ def eval_command(args: argparse.Namespace) -> int:
     if args.grader == "baseline":
         predicted, errors = _baseline(deck, examples), 0
     else:
+        if args.replies:
+            return replay_eval(args, deck, examples, missing)
         try:
-            judge = _judge(args.grader, with_fallback=False)
+            judge = _judge(args.grader, judge_settings(args), with_fallback=False)
         except ValueError as error:
             print(error, file=sys.stderr)
             return 2
@@ -231,7 +271,7 @@ def followups_command(args: argparse.Namespace) -> int:
     bad = {line.split(":", 1)[0] for line in skipped}
     answers = [a for a in answers if a.id not in bad]
     try:
-        judge = _judge(args.grader, with_fallback=False)
+        judge = _judge(args.grader, judge_settings(args), with_fallback=False)
     except ValueError as error:
         print(error, file=sys.stderr)
         return 2
@@ -256,6 +296,64 @@ def followups_command(args: argparse.Namespace) -> int:
         print(format_followup_metrics(f"{args.grader} judge on follow-up answers{scope}", figures))
         for line in skipped:
             print(f"  skipped {line}")
+    return 0
+
+
+# ----- trapbot grader record / eval --replies ---------------------------------------------------
+
+
+def record_command(args: argparse.Namespace) -> int:
+    from cards.deck import default_deck
+    from grader.cache import JudgementCache
+    from grader.calibration.eval import load_set
+    from grader.llm import LlmJudge
+    from grader.replay import record
+
+    deck = default_deck()
+    try:
+        examples = [e for e in load_set(args.file) if e.card_id in deck]
+        judge = LlmJudge.from_settings(judge_settings(args), cache=JudgementCache(disk=False))
+    except (OSError, ValueError) as error:
+        print(error, file=sys.stderr)
+        return 2
+    judge.cache = None  # every reply comes from the endpoint
+
+    async def run() -> dict[str, int]:
+        try:
+            return await record(judge, deck, examples, Path(args.out), made_by=args.made_by, concurrency=args.concurrency)
+        finally:
+            await judge.close()
+
+    try:
+        counts = asyncio.run(run())
+    except ValueError as error:  # a malformed replies file to resume
+        print(error, file=sys.stderr)
+        return 2
+    print(f"{counts['recorded']} replies recorded, {counts['skipped']} already there, {counts['failed']} failed -> {args.out}")
+    return 1 if counts["failed"] else 0
+
+
+def replay_eval(args: argparse.Namespace, deck: Any, examples: list, missing: list[str]) -> int:
+    """``trapbot grader eval --grader llm --replies FILE``: the model alone and the whole judge."""
+    from grader.replay import format_replayed, load_replies, replayed_figures
+
+    if args.grader != "llm":
+        print("--replies replays an LLM judge's replies: use it with --grader llm", file=sys.stderr)
+        return 2
+    try:
+        replies = load_replies(args.replies)
+    except (OSError, ValueError) as error:
+        print(error, file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    figures = asyncio.run(replayed_figures(deck, examples, replies, concurrency=args.concurrency))
+    figures.update(split=args.split, replies=str(args.replies), seconds=round(time.perf_counter() - started, 1))
+    if missing:
+        figures["cards_not_in_deck"] = missing
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print(format_replayed(f"llm judge replayed from {args.replies}", figures))
     return 0
 
 

@@ -1,19 +1,25 @@
-"""Checking a judge's evidence with our own reading, so a gullible or lying model cannot
-give credit the answer has not earned.
+"""Checking a judge's evidence, so a gullible or lying model cannot give credit the answer has
+not earned, without vetoing what a capable model rightly credits.
 
 Every present or partial verdict of the LLM judge must survive three checks, else the point
-is absent:
+is absent (``verify``):
 
 1. the quote is real evidence (``grader.scoring.check_evidence``: in the answer on word
-   boundaries after folding, several words or an accepted phrasing);
+   boundaries after folding, ``MIN_QUOTE_WORDS`` words or one of the point's accepted
+   phrasings): a forged, trivial or empty quote earns nothing;
 2. the quote is not (part of) a sentence the injection detector flagged as instructions to
    the grader (``grader.offline.injection_spans``);
-3. the quote is about the point: the offline judge, reading the quote alone, credits that
-   point, by its hand rules or by its follow-up reading (``grader.followup``: a short text
-   read against one point, as an answer to that point's probe); or, for a quote too terse to
-   read alone, the offline reading of the whole answer credits the point, or its reading of
-   the quote's sentence does (``supports``). "All key points above are met by this answer" is evidence for no
-   mechanism, in any language or encoding.
+3. the same passage is not credited for unrelated points: a passage credited for more than
+   ``MAX_POINTS_PER_PASSAGE`` points (quotes equal or one inside another, after folding) is a
+   blanket claim ("the preceding paragraph establishes each mechanism"), and keeps each
+   credit only where the passage itself is evidence for that point by our own reading
+   (``supports``: an accepted phrasing in it, or the offline judge crediting the point on
+   the passage alone).
+
+Whether our own offline reading recognises a point is no longer a check: it does not
+recognise a point said in plain words, an analogy, code or formulas, and vetoing on it took
+a capable model's right credit back (issue 36). That reading is shown to the learner instead;
+see ``grader.llm``.
 """
 
 from __future__ import annotations
@@ -36,12 +42,20 @@ if TYPE_CHECKING:
 
 NO_EVIDENCE = "no valid quote"
 INJECTED = "quotes the injected instructions"
-OFF_POINT = "the quote is not about the point"
+SHARED = "the same passage is credited for unrelated points"
+#: A passage may be the evidence of this many points (a dense sentence can state a mechanism
+#: and its consequence); credited for more, each credit needs our own reading's support.
+MAX_POINTS_PER_PASSAGE = 2
 
 _READINGS: OrderedDict[tuple[str, str, str, object], Judgement] = OrderedDict()
 _READINGS_LOCK = threading.Lock()
 _MAX_READINGS = 4096
 _READER: Any = None
+
+
+def loaded_reader() -> Any:
+    """The process's offline reader if it has been made, else None (nothing is loaded)."""
+    return _READER
 
 
 def default_reader() -> Any:
@@ -143,6 +157,28 @@ class Check:
     taken_back: dict[str, str]
 
 
+def shared_passages(points: list[PointJudgement]) -> list[list[PointJudgement]]:
+    """Groups of credited points whose quotes are the same passage (equal after folding, or one
+    inside the other), largest first; points with a passage of their own are left out."""
+    folded = [fold_phrase(p.quote) for p in points]
+    parent = list(range(len(points)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i in range(len(points)):
+        for j in range(i + 1, len(points)):
+            a, b = folded[i], folded[j]
+            if a and b and (a == b or occurs_on_word_boundaries(a, b) or occurs_on_word_boundaries(b, a)):
+                parent[root(j)] = root(i)
+    groups: dict[int, list[PointJudgement]] = {}
+    for i, point in enumerate(points):
+        groups.setdefault(root(i), []).append(point)
+    return sorted((g for g in groups.values() if len(g) > 1), key=len, reverse=True)
+
+
 def verify(card: Card, judgement: Judgement, answer: str, reader: Any = None) -> Check:
     """``judgement`` with every credited point that fails a check made absent (blocking)."""
     from grader.offline import injection_spans, quote_is_injection
@@ -154,17 +190,25 @@ def verify(card: Card, judgement: Judgement, answer: str, reader: Any = None) ->
         if p.verdict in CREDITED and q.verdict is PointVerdict.ABSENT
     }
     spans = injection_spans(answer, [p.id for p in card.key_points])
-    points = []
+    credited = []
     for point in checked.points:
-        if point.verdict in CREDITED:
-            if quote_is_injection(point.quote, answer, spans):
-                taken[point.point_id] = INJECTED
-            elif not supports(card, point.point_id, point.quote, reader, answer=answer):
-                taken[point.point_id] = OFF_POINT
-            if point.point_id in taken:
-                point = PointJudgement(point.point_id, PointVerdict.ABSENT, "")
-        points.append(point)
-    return Check(replace(checked, points=tuple(points)), taken)
+        if point.verdict not in CREDITED:
+            continue
+        if quote_is_injection(point.quote, answer, spans):
+            taken[point.point_id] = INJECTED
+        else:
+            credited.append(point)
+    for group in shared_passages(credited):
+        if len(group) <= MAX_POINTS_PER_PASSAGE:
+            continue
+        for point in group:
+            if not supports(card, point.point_id, point.quote, reader):
+                taken[point.point_id] = SHARED
+    points = tuple(
+        PointJudgement(p.point_id, PointVerdict.ABSENT, "") if p.point_id in taken else p
+        for p in checked.points
+    )
+    return Check(replace(checked, points=points), taken)
 
 
 async def verify_async(card: Card, judgement: Judgement, answer: str, reader: Any = None) -> Check:

@@ -1,19 +1,37 @@
 """The LLM judge: one chat-completions call per answer, verdicts only, the grade computed here.
 
-The model reads the answer as data between randomly named delimiters and returns, per key
-point, a verdict with a verbatim quote; per misconception, whether the answer asserts it;
-whether the answer tries to instruct the judge; and short feedback. The JSON is validated
-with pydantic. The model is not trusted: ``grader.crosscheck`` takes back every credited
-point whose quote is not real evidence, is part of an injected instruction, or is not about
-the point by our own offline reading; the grade comes from ``grader.scoring``. The offline
-reading of the whole answer is a second reading: when the two grades are two or more apart,
-the learner gets the lower, with both (``Assessment.second_reading``), to confirm or dispute.
+The model reads the whole answer (up to the engine's 8,000 accepted characters) as data
+between randomly named delimiters and returns, per key point, a verdict with a verbatim quote;
+per misconception, whether the answer asserts it; whether the answer tries to instruct the
+judge; and short feedback. The JSON is validated with pydantic; the grade comes from
+``grader.scoring``.
+
+The model is not trusted, but it is not vetoed either (issue 36). The grade of record is the
+model's verdicts after ``grader.crosscheck``, which takes back a credited point only when its
+evidence fails: the quote is not in the answer or too short, it is part of an injected
+instruction, or one passage is credited for more than two points without our own reading
+supporting it. An answer that plainly addresses the grader is flagged even if the model
+missed it, and the flag caps the grade at 1.
+
+The offline judge reads the whole answer too (``second_reading``; while the model answers, once
+its model is loaded), and is used two ways:
+
+- a misconception it finds (with a real quote, outside injected text) that the model did not
+  report is added to the model's verdicts and lowers the grade: an obedient model that
+  silently drops a wrong claim while an unflagged "ignore the above" sits in the answer
+  would otherwise pass it. The learner sees both readings and can dispute (grader name
+  ``... (the offline reading finds a misconception)``);
+- otherwise, when its grade is two or more from the model's, the learner is shown it beside
+  the model's grade (``Assessment.second_reading``), which stays the grade of record. A
+  point the offline reading merely fails to recognise takes nothing back.
 
 It fails closed, whatever the failure: a timeout, a 429 or 5xx that persists after one retry,
 a dropped connection, a body that is not a chat completion, or output that does not validate
 sends the answer to the fallback judge (offline), with one short reason logged, and the
 assessment's grader name says so. ``timeout`` bounds the whole call, its retry included. With
 no fallback, ``LlmJudgeUnavailable`` propagates and the engine falls back to self-grading.
+Logs name the endpoint by its host only; the HTTP library's per-request lines (full URL,
+credentials included when the base URL carries them) are silenced.
 """
 
 from __future__ import annotations
@@ -32,33 +50,41 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from grader.base import (
     Assessment,
+    Grade,
     Grader,
     Judgement,
+    JudgeSettings,
     MisconceptionJudgement,
     PointJudgement,
     PointVerdict,
 )
 from grader.cache import JudgementCache, cache_key
-from grader.crosscheck import default_reader, reading_of, verify_async
+from grader.crosscheck import default_reader, loaded_reader, reading_of, verify_async
 from grader.scoring import grade_from_judgement
 
 if TYPE_CHECKING:
-    from bot.config import Settings
     from cards.schema import Card
 
 log = logging.getLogger(__name__)
 
 #: Bumped whenever the prompt or schema changes, so cached judgements are not reused.
 PROMPT_VERSION = "llm-1"
-#: The answer is cut here before it goes into the prompt (about 750 tokens).
-ANSWER_CHAR_LIMIT = 3000
+#: The answer is cut here before it goes into the prompt: the engine's accepted maximum
+#: (``bot.engine.MAX_ANSWER_CHARS``, about 2,000 tokens), so the judge reads all of it.
+ANSWER_CHAR_LIMIT = 8000
 MAX_OUTPUT_TOKENS = 900
 #: The longest wait before the one retry of a 429/5xx, whatever Retry-After says.
 MAX_RETRY_WAIT = 2.0
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 #: Grades this far apart between the LLM judge and the offline reading of the same answer
-#: are a disagreement: the learner gets the lower with both readings, to confirm or dispute.
+#: are a disagreement: the learner is shown both readings, to confirm or dispute.
 DISAGREEMENT = 2
+DISAGREES = "the offline reading disagrees"
+FINDS_MISCONCEPTION = "the offline reading finds a misconception"
+#: Loggers that print every request's full URL at INFO (credentials in it included); the HTTP
+#: library the openai SDK actually uses is added when the client is made (some builds vendor
+#: httpx as ``httpx2``).
+CHATTY_LOGGERS = ("httpx", "httpx2", "httpcore", "openai")
 INJECTION_NOTICE = "Your answer contains instructions to the grader; they were ignored and the grade is capped at 1."
 
 
@@ -303,30 +329,31 @@ class LlmJudge:
     @classmethod
     def from_settings(
         cls,
-        settings: Settings,
+        settings: JudgeSettings,
         fallback: Grader | None = None,
         *,
         cache: JudgementCache | None = None,
     ) -> LlmJudge:
-        key = (
-            settings.openai_api_key.get_secret_value()
-            if settings.openai_api_key is not None
-            else None
-        )
+        key = settings.api_key
         if not key:
-            if not settings.openai_base_url:
+            if not settings.base_url:
                 raise ValueError(
                     "the LLM judge needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)"
                 )
             key = "unused"  # local OpenAI-compatible servers often take any key
         return cls(
-            model=settings.trapbot_judge_model,
+            model=settings.model,
             api_key=key,
-            base_url=settings.openai_base_url,
-            timeout=settings.trapbot_judge_timeout,
+            base_url=settings.base_url,
+            timeout=settings.timeout,
             fallback=fallback,
-            cache=cache if cache is not None else JudgementCache(),
+            cache=cache if cache is not None else JudgementCache(settings.cache_dir),
         )
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint's host, the only part of its URL that is ever logged."""
+        return endpoint_host(self._base_url)
 
     def _openai_client(self) -> Any:
         if self._client is None:
@@ -335,6 +362,9 @@ class LlmJudge:
             self._client = AsyncOpenAI(
                 api_key=self._api_key, base_url=self._base_url, timeout=self.timeout, max_retries=0
             )
+            transport = getattr(self._client, "_client", None)
+            quiet_http_logs(type(transport).__module__.split(".")[0] if transport is not None else None)
+            log.info("LLM judge: model %s at %s", self.model, self.endpoint)
         return self._client
 
     async def warm(self, cards: Iterable[Card] = ()) -> None:
@@ -352,12 +382,24 @@ class LlmJudge:
         return f"{self.name}|{self._base_url or 'default'}|{PROMPT_VERSION}"
 
     async def assess(self, card: Card, answer: str, *, interactive: bool) -> Assessment:
+        # The offline reading runs while the model answers, so it adds nothing to the wait; but a
+        # reader not loaded yet is loaded only once a verdict needs it (not on a failure path).
+        reader = self.reader or loaded_reader()
+        second = (
+            asyncio.ensure_future(asyncio.to_thread(reading_of, card, answer, reader))
+            if reader is not None
+            else None
+        )
         try:
             judgement = await self.judge(card, answer)
-            return await self._checked(card, answer, judgement, interactive=interactive)
+            return await self._checked(card, answer, judgement, second, interactive=interactive)
         except Exception as error:  # whatever went wrong, the fallback grades
             reason = error.reason if isinstance(error, LlmJudgeUnavailable) else "unexpected error"
             detail = getattr(error, "detail", "") or type(error).__name__
+            if second is not None and not second.done():
+                second.cancel()  # a thread cannot be stopped; its result is simply not awaited
+            elif second is not None and not second.cancelled():
+                second.exception()  # retrieved, so a failed reading is not reported again at exit
             if self.fallback is None:
                 log.warning("LLM judge unavailable on card %s: %s (%s)", card.id, reason, detail)
                 if isinstance(error, LlmJudgeUnavailable):
@@ -376,11 +418,17 @@ class LlmJudge:
             )
 
     async def _checked(
-        self, card: Card, answer: str, judgement: Judgement, *, interactive: bool
+        self,
+        card: Card,
+        answer: str,
+        judgement: Judgement,
+        second: asyncio.Future[Judgement] | None = None,
+        *,
+        interactive: bool,
     ) -> Assessment:
-        """The grade from the model's verdicts once our own reading has checked them
-        (``grader.crosscheck``), and the offline reading of the whole answer as the second
-        reading: two grades or more apart, the learner gets the lower with both."""
+        """The grade from the model's verdicts once ``grader.crosscheck`` has checked their
+        evidence, and the offline reading of the whole answer (``second``, computed here when
+        not given) as the second reading, by the rules of the module docstring."""
         judgement = flag_obvious_injection(card, answer, judgement)
         reader = self.reader or default_reader()
         check = await verify_async(card, judgement, answer, reader)
@@ -391,17 +439,8 @@ class LlmJudge:
                 ", ".join(f"{point} ({why})" for point, why in check.taken_back.items()),
             )
         grade = grade_from_judgement(card, check.judgement, answer)
-        offline = await asyncio.to_thread(reading_of, card, answer, reader)
-        second = grade_from_judgement(card, offline, answer)
-        if abs(grade.quality - second.quality) < DISAGREEMENT:
-            return Assessment(grader=self.name, grade=grade, needs_confirmation=False)
-        lower, other = (grade, second) if grade.quality <= second.quality else (second, grade)
-        return Assessment(
-            grader=f"{self.name} (the offline reading disagrees)",
-            grade=lower,
-            needs_confirmation=interactive,
-            second_reading=other,
-        )
+        offline = await second if second is not None else await asyncio.to_thread(reading_of, card, answer, reader)
+        return second_reading(self.name, card, answer, grade, offline, interactive=interactive)
 
     async def judge(self, card: Card, answer: str) -> Judgement:
         """The model's verdicts for ``answer``, from the cache when it has them."""
@@ -410,12 +449,7 @@ class LlmJudge:
             cached = await self.cache.aget(key)
             if cached is not None:
                 return cached
-        self._openai_client()  # importing the SDK the first time is not the endpoint's time
-        try:
-            async with asyncio.timeout(self.timeout):
-                content = await self._complete(card, build_messages(card, answer))
-        except TimeoutError as error:
-            raise LlmJudgeUnavailable("timeout", f"no verdict within {self.timeout:g} s") from error
+        content = await self.reply(card, build_messages(card, answer))
         try:
             judgement = parse_output(card, content, self.name)
         except Exception as error:  # any shape of bad output is "invalid output"
@@ -423,6 +457,16 @@ class LlmJudge:
         if self.cache is not None:
             await self.cache.aput(key, judgement)
         return judgement
+
+    async def reply(self, card: Card, messages: list[dict[str, str]]) -> str:
+        """The model's raw reply to ``messages`` within ``timeout`` (no cache, no parsing):
+        what ``trapbot grader record`` stores."""
+        self._openai_client()  # importing the SDK the first time is not the endpoint's time
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await self._complete(card, messages)
+        except TimeoutError as error:
+            raise LlmJudgeUnavailable("timeout", f"no verdict within {self.timeout:g} s") from error
 
     async def _complete(self, card: Card, messages: list[dict[str, str]]) -> str:
         """One call, plus at most one retry on 429/5xx/connection errors or a rejected format.
@@ -509,6 +553,74 @@ class LlmJudge:
         elif self._format == "json_object":
             request["response_format"] = {"type": "json_object"}
         return request
+
+
+def second_reading(
+    name: str, card: Card, answer: str, grade: Grade, offline: Judgement, *, interactive: bool
+) -> Assessment:
+    """The assessment from the checked model grade and the offline reading of the answer.
+
+    A misconception the offline reading finds (real quote, outside injected text) and the model
+    did not report lowers the grade; otherwise the model's grade stands and a disagreement of
+    ``DISAGREEMENT`` or more is only shown."""
+    from grader.offline import injection_spans, quote_is_injection
+
+    offline_grade = grade_from_judgement(card, offline, answer)  # its quotes checked too
+    reported = {m.misconception_id for m in grade.judgement.misconceptions if m.asserted}
+    spans = injection_spans(answer, [p.id for p in card.key_points])
+    found = {
+        m.misconception_id: m
+        for m in offline_grade.judgement.misconceptions
+        if m.asserted
+        and m.misconception_id not in reported
+        and not quote_is_injection(m.quote, answer, spans)
+    }
+    if found:
+        known = {m.misconception_id for m in grade.judgement.misconceptions}
+        merged = replace(
+            grade.judgement,
+            misconceptions=tuple(found.get(m.misconception_id, m) for m in grade.judgement.misconceptions)
+            + tuple(m for i, m in found.items() if i not in known),
+        )
+        lowered = grade_from_judgement(card, merged, answer, check_quotes=False)
+        if lowered.quality < grade.quality:
+            return Assessment(
+                grader=f"{name} ({FINDS_MISCONCEPTION})",
+                grade=lowered,
+                needs_confirmation=interactive,
+                second_reading=grade,
+            )
+    if abs(grade.quality - offline_grade.quality) >= DISAGREEMENT:
+        return Assessment(
+            grader=f"{name} ({DISAGREES})",
+            grade=grade,
+            needs_confirmation=interactive,
+            second_reading=offline_grade,
+        )
+    return Assessment(grader=name, grade=grade, needs_confirmation=False)
+
+
+def endpoint_host(base_url: str | None) -> str:
+    """The host (and port) of an endpoint URL, never its credentials, path or query."""
+    if not base_url:
+        return "api.openai.com"
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(base_url)
+        host = parts.hostname or "?"
+        return f"{host}:{parts.port}" if parts.port else host
+    except ValueError:
+        return "?"
+
+
+def quiet_http_logs(also: str | None = None) -> None:
+    """Keep the HTTP stack's per-request INFO lines (the full URL, credentials included) out of
+    the logs; a level an operator set to WARNING or above is left alone."""
+    for name in (*CHATTY_LOGGERS, *([also] if also else [])):
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET or logger.level < logging.WARNING:
+            logger.setLevel(logging.WARNING)
 
 
 def flag_obvious_injection(card: Card, answer: str, judgement: Judgement) -> Judgement:

@@ -56,7 +56,7 @@ answers point by point. Never fitted on, never an exemplar. Read it with
 from __future__ import annotations
 
 import json
-import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,48 +135,26 @@ def load_split(which: str) -> list[Example]:
 def quadratic_weighted_kappa(
     truth: Sequence[int], predicted: Sequence[int], levels: int = 6
 ) -> float:
-    """Cohen's kappa with quadratic weights on the 0..levels-1 scale."""
-    n = len(truth)
-    if n == 0:
+    """Cohen's kappa with quadratic weights on the 0..levels-1 scale (scikit-learn's)."""
+    from sklearn.metrics import cohen_kappa_score
+
+    if len(truth) == 0:
         return float("nan")
-    observed = [[0.0] * levels for _ in range(levels)]
-    for a, b in zip(truth, predicted, strict=True):
-        observed[a][b] += 1
-    row = [sum(observed[i]) for i in range(levels)]
-    column = [sum(observed[i][j] for i in range(levels)) for j in range(levels)]
-    numerator = denominator = 0.0
-    for i in range(levels):
-        for j in range(levels):
-            weight = (i - j) ** 2 / (levels - 1) ** 2
-            numerator += weight * observed[i][j]
-            denominator += weight * row[i] * column[j] / n
-    return 1.0 - numerator / denominator if denominator else float("nan")
-
-
-def _ranks(values: Sequence[float]) -> list[float]:
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
+    if len(set(truth) | set(predicted)) < 2:
+        return float("nan")  # one grade on both sides: agreement by chance is total
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        value = cohen_kappa_score(truth, predicted, labels=list(range(levels)), weights="quadratic")
+    return float(value)
 
 
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
-    """Spearman's rank correlation (Pearson on average ranks)."""
-    if len(a) < 2:
+    """Spearman's rank correlation (scipy's: Pearson on average ranks)."""
+    from scipy.stats import spearmanr
+
+    if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2:
         return float("nan")
-    ra, rb = _ranks(a), _ranks(b)
-    mean_a, mean_b = sum(ra) / len(ra), sum(rb) / len(rb)
-    cov = sum((x - mean_a) * (y - mean_b) for x, y in zip(ra, rb, strict=True))
-    var_a = sum((x - mean_a) ** 2 for x in ra)
-    var_b = sum((y - mean_b) ** 2 for y in rb)
-    return cov / math.sqrt(var_a * var_b) if var_a and var_b else float("nan")
+    return float(spearmanr(a, b).statistic)
 
 
 def metrics(examples: Sequence[Example], predicted: dict[str, int]) -> dict[str, Any]:

@@ -46,6 +46,15 @@ def test_an_unusable_directory_degrades_to_memory(tmp_path):
     assert cache.get("k") == sample()
 
 
-def test_the_directory_comes_from_the_environment(tmp_path, monkeypatch):
+def test_the_directory_comes_from_the_bots_settings_not_from_the_grader(tmp_path, monkeypatch):
+    """The bot reads TRAPBOT_GRADER_CACHE_DIR and hands it over; the grader reads no environment."""
+    from bot.config import Settings
+    from grader.llm import LlmJudge
+
     monkeypatch.setenv("TRAPBOT_GRADER_CACHE_DIR", str(tmp_path / "env"))
-    assert JudgementCache().path == tmp_path / "env" / CACHE_FILE
+    settings = Settings(_env_file=None, openai_api_key="sk-test").judge_settings()
+    assert settings.cache_dir == str(tmp_path / "env")
+    judge = LlmJudge.from_settings(settings)
+    assert judge.cache is not None and judge.cache.path == tmp_path / "env" / CACHE_FILE
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert JudgementCache().path == tmp_path / "xdg" / "trapbot" / CACHE_FILE

@@ -294,7 +294,7 @@ async def test_from_settings_reads_key_model_and_timeout(fake_openai, rl08, tmp_
         openai_base_url=fake_openai.base_url,
         trapbot_judge_model="judge-7",
         trapbot_judge_timeout=3.5,
-    )
+    ).judge_settings()
     judge = LlmJudge.from_settings(settings, fallback=None)
     fake_openai.steps = [completion(verdict_json(rl08, FULL_MARKS))]
     assessment = await judge.assess(rl08, ANSWER, interactive=False)
@@ -322,14 +322,33 @@ async def test_warm_warms_the_fallback(fake_openai, rl08, tmp_path):
 
 def test_from_settings_without_a_key_or_url_is_a_clear_error():
     with pytest.raises(ValueError, match="OPENAI_API_KEY"):
-        LlmJudge.from_settings(Settings(_env_file=None, openai_api_key=None, openai_base_url=None))
+        LlmJudge.from_settings(Settings(_env_file=None, openai_api_key=None, openai_base_url=None).judge_settings())
 
 
 def test_the_prompt_stays_within_its_budget():
     deck = load_deck()
     longest = max(deck, key=lambda card: estimate_tokens(build_messages(card, "")))
     tokens = estimate_tokens(build_messages(longest, "x" * (ANSWER_CHAR_LIMIT * 3)))
-    assert tokens <= 2100, f"{longest.id}: about {tokens} prompt tokens with the longest answer"
+    assert tokens <= 3300, f"{longest.id}: about {tokens} prompt tokens with the longest answer"
+
+
+def test_the_judge_reads_every_character_the_engine_accepts():
+    from bot.engine import MAX_ANSWER_CHARS
+
+    assert ANSWER_CHAR_LIMIT >= MAX_ANSWER_CHARS
+
+
+async def test_a_wrong_claim_after_3000_characters_reaches_the_model(fake_openai, rl08, tmp_path):
+    """Issue 42.10: the judge used to read only the first 3,000 of the 8,000 accepted characters."""
+    wrong = "So set beta to zero: the reward model is the true goal and KL only holds the policy back."
+    answer = (ANSWER + " ") * 12 + wrong
+    assert 3000 < answer.index(wrong) and len(answer) <= 8000
+    fake_openai.steps = [completion(verdict_json(rl08, FULL_MARKS))]
+    judge = make_judge(fake_openai, tmp_path)
+    await judge.assess(rl08, answer, interactive=False)
+    await judge.close()
+    sent = fake_openai.answer_in()
+    assert wrong in sent and "[answer cut here]" not in sent
 
 
 def test_a_quote_holding_a_code_fence_does_not_break_parsing(rl08):
@@ -337,3 +356,21 @@ def test_a_quote_holding_a_code_fence_does_not_break_parsing(rl08):
     output = verdict_json(rl08, {"proxy-not-goal": ("present", fence)})
     judgement = parse_output(rl08, output, "llm:test")
     assert judgement.points[0].quote == fence.strip()
+
+
+def test_the_grader_imports_nothing_of_the_bot():
+    """Issue 40: settings come down as arguments (``JudgeSettings``); the grader never reaches up."""
+    import ast
+    from pathlib import Path
+
+    import grader
+
+    offenders = []
+    for path in Path(grader.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [alias.name for alias in node.names] if isinstance(node, ast.Import)
+                else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            )
+            offenders += [f"{path.name}: {name}" for name in names if name == "bot" or name.startswith("bot.")]
+    assert offenders == []

@@ -112,7 +112,7 @@ async def test_an_honest_model_keeps_an_expert_answer_passing(db, small_deck, cl
     assert "second_reading" not in review.verdict
 
 
-async def test_a_disagreement_gives_the_lower_grade_with_both_readings(
+async def test_a_disagreement_keeps_the_models_grade_and_shows_both_readings(
     db, small_deck, clock, server, offline_judge, tmp_path
 ):
     card = small_deck.cards[0]
@@ -243,3 +243,27 @@ async def test_an_injection_the_detector_misses_still_earns_nothing(db, small_de
     [review] = reviews(engine)
     assert review.quality <= 1 and not review.verdict["injection_suspected"]
     assert all(p["verdict"] == "absent" for p in review.verdict["points"])
+
+
+@pytest.mark.parametrize(("judge", "requests", "graded_by"), [("offline", 0, "by offline"), ("llm", 1, "by llm:test-model")])
+def test_trapbot_grade_honours_trapbot_judge(tmp_path, monkeypatch, capsys, offline_judge, judge, requests, graded_by):
+    """Issue 42.11: with a key in the environment, TRAPBOT_JUDGE=offline sends nothing anywhere."""
+    from bot.cli import main
+    from bot.config import get_settings
+    from cards.deck import default_deck
+
+    card = default_deck().get("rl-08")
+    server = JudgeServer(behaviour="honest")
+    with ServerThread(server) as running:
+        monkeypatch.setenv("OPENAI_BASE_URL", running.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
+        monkeypatch.setenv("TRAPBOT_JUDGE_MODEL", "test-model")
+        monkeypatch.setenv("TRAPBOT_JUDGE", judge)
+        monkeypatch.setenv("TRAPBOT_GRADER_CACHE_DIR", str(tmp_path / "cache"))
+        get_settings.cache_clear()
+        try:
+            assert main(["grade", "rl-08", expert_of(card)]) == 0
+        finally:
+            get_settings.cache_clear()
+    out = capsys.readouterr().out
+    assert len(server.requests) == requests and graded_by in out.splitlines()[0], out
