@@ -106,12 +106,29 @@ def configure_logging() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pydantic import ValidationError
+
     from bot.config import get_settings
 
-    configure_logging()
     args = build_parser().parse_args(argv)
+    try:
+        get_settings()
+    except ValidationError as error:
+        print(f"trapbot could not start: {settings_problems(error)}", file=sys.stderr)
+        return 2
+    configure_logging()
     args.judge_settings = get_settings().judge_settings()  # the grader reads no settings itself
     return args.func(args)
+
+
+def settings_problems(error: Exception) -> str:
+    """A settings validation error as one line: each variable, what is wrong, never its value
+    (it may be a secret)."""
+    problems = [
+        f"{'.'.join(str(part) for part in item['loc']).upper()}: {item['msg']}"
+        for item in error.errors()  # type: ignore[attr-defined]
+    ]
+    return "bad setting " + "; ".join(problems) + " (see the README's settings table)"
 
 
 if __name__ == "__main__":

@@ -100,3 +100,20 @@ def test_a_rejected_token_is_one_readable_line(tmp_path) -> None:
     finally:
         server.shutdown()
     _assert_one_readable_line(result, "Telegram rejected TELEGRAM_BOT_TOKEN")
+
+
+def test_a_bad_setting_is_one_line_naming_it_and_not_its_value(monkeypatch, capsys) -> None:
+    from bot.cli import main
+    from bot.config import get_settings
+
+    monkeypatch.setenv("TRAPBOT_NEW_PER_DAY", "many-secret-words")
+    monkeypatch.setenv("TRAPBOT_LOG_FORMAT", "xml")
+    get_settings.cache_clear()
+    try:
+        assert main(["migrate"]) == 2
+    finally:
+        get_settings.cache_clear()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("trapbot could not start: bad setting ")
+    assert "TRAPBOT_NEW_PER_DAY" in err and "TRAPBOT_LOG_FORMAT" in err
+    assert "many-secret-words" not in err and "Traceback" not in err
