@@ -429,20 +429,39 @@ UNSEEN_OFF_TOPIC = (
 )
 
 
-def test_answers_that_say_nothing_pass_no_card(offline_judge):
+#: The fast run's cards for ``answers_that_say_nothing``: one per family of traps (imitation and
+#: distribution shift, RLHF reward over-optimisation, policy-gradient variance, and the card
+#: written apart from the rl- series), and the cards the follow-up tests index too, so a session
+#: indexes them once. Indexing all 26 cards is the slow proof's cost.
+SAY_NOTHING_SAMPLE = ("rl-01", "rl-08", "rl-19", "msft-01")
+
+
+def assert_answers_that_say_nothing_pass_no_card(judge, cards) -> None:
     from grader.exemplars import NON_ANSWERS
 
     assert not set(UNSEEN_HEDGES + UNSEEN_OFF_TOPIC) & set(NON_ANSWERS)
     hedges, off_topic = {}, {}
-    for card in default_deck():
+    for card in cards:
         for texts, found in ((UNSEEN_HEDGES, hedges), (UNSEEN_OFF_TOPIC, off_topic)):
             for text in texts:
                 found[card.id, text] = grade_from_judgement(
-                    card, offline_judge.judge(card, text), text
+                    card, judge.judge(card, text), text
                 ).quality
     assert max(hedges.values()) <= 1, {k: g for k, g in hedges.items() if g > 1}
     assert sum(g == 0 for g in hedges.values()) >= 0.95 * len(hedges)
     assert max(off_topic.values()) < 3, {k: g for k, g in off_topic.items() if g >= 3}
+
+
+def test_answers_that_say_nothing_pass_no_sample_card(offline_judge):
+    deck = default_deck()
+    assert_answers_that_say_nothing_pass_no_card(
+        offline_judge, [deck.get(card_id) for card_id in SAY_NOTHING_SAMPLE]
+    )
+
+
+@pytest.mark.slow
+def test_answers_that_say_nothing_pass_no_card(offline_judge):
+    assert_answers_that_say_nothing_pass_no_card(offline_judge, list(default_deck()))
 
 
 def test_the_learnt_reading_hears_how_long_the_answer_is(offline_judge, rl08):
@@ -545,24 +564,21 @@ def test_rows_pack_in_order_and_never_overflow():
     assert all(sum(lengths[i] for i in row) <= ROW_TOKENS for row in rows)
 
 
-def test_a_unit_flagged_as_injection_implies_a_flagged_answer():
-    """``analyse`` scans units for injection patterns only when the whole answer has a hit;
-    that is exact only if a unit's hit is always a hit on its answer. Checked on every unit
-    of every labelled answer and of the attack answers."""
-    import json
-    from pathlib import Path
-
-    from cards.deck import default_deck
-    from grader.offline import MAX_ANSWER_CHARS, clauses, injection_matches, sentences
-
-    deck = {card.id: card for card in default_deck()}
+def labelled_rows() -> list[dict]:
+    """Every labelled answer: the calibration, training and evaluation sets."""
     folder = Path(__file__).resolve().parents[2] / "grader" / "calibration"
-    rows = [
+    return [
         json.loads(line)
         for name in ("answers.jsonl", "training.jsonl", "calibration.jsonl")
         for line in (folder / name).read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
+
+
+def assert_a_unit_flagged_as_injection_implies_a_flagged_answer(rows: list[dict]) -> None:
+    from grader.offline import MAX_ANSWER_CHARS
+
+    deck = {card.id: card for card in default_deck()}
     flagged_units = 0
     for row in rows:
         ids = [point.id for point in deck[row["card_id"]].key_points]
@@ -574,6 +590,25 @@ def test_a_unit_flagged_as_injection_implies_a_flagged_answer():
                     flagged_units += 1
                     assert whole, (row["id"], unit.text)
     assert flagged_units > 20  # the injection answers' units are among them
+
+
+def test_a_unit_flagged_as_injection_implies_a_flagged_answer_on_a_sample():
+    """``analyse`` scans units for injection patterns only when the whole answer has a hit;
+    that is exact only if a unit's hit is always a hit on its answer. Checked here on every
+    injection answer (where the units' hits are) and on every answer, of every kind, to the
+    sample cards (where a unit's hit on an innocent answer would show); the slow test reads all."""
+    rows = [
+        row
+        for row in labelled_rows()
+        if row["kind"].startswith("injection") or row["card_id"] in SAY_NOTHING_SAMPLE
+    ]
+    assert_a_unit_flagged_as_injection_implies_a_flagged_answer(rows)
+
+
+@pytest.mark.slow
+def test_a_unit_flagged_as_injection_implies_a_flagged_answer():
+    """The same on every unit of every labelled answer and of the attack answers."""
+    assert_a_unit_flagged_as_injection_implies_a_flagged_answer(labelled_rows())
 
 
 def test_an_answer_that_states_a_points_opposite_is_nearer_its_opposites(offline_judge, rl08):
