@@ -316,8 +316,9 @@ def contrasts(
     return points, misc
 
 
-#: Every card's exemplars embedded ahead (``python -m grader.exemplars``), so a start does not
-#: spend minutes of CPU on them; a card whose key or answers changed is embedded on first use.
+#: Every card's exemplars embedded ahead (``python -m grader.calibration.store_exemplars``), so a
+#: start does not spend minutes of CPU on them; a card whose key or answers changed is embedded on
+#: first use.
 VECTORS_PATH = Path(__file__).resolve().parent / "models" / "exemplars.npz"
 _CACHE: dict[tuple[str, str], Exemplars] = {}
 _CACHE_LOCK = threading.Lock()
@@ -373,19 +374,23 @@ def card_exemplars(
     return found
 
 
-def store(cards: Sequence[Card], path: Path = VECTORS_PATH) -> None:
-    """Embed every card's exemplars and write them to ``path`` (a line per card)."""
-    from grader.offline import OfflineJudge, exemplar_vectors
+#: How exemplars are read for one card: the card's version and a function giving an answer's
+#: vector and its claim units' vectors (``grader.reading.exemplar_reading``, passed in so this
+#: module stays below the reading that uses it).
+ExemplarReading = Callable[
+    [Card], tuple[str, Callable[[str], tuple[np.ndarray | None, list[np.ndarray]]]]
+]
 
-    judge = OfflineJudge(model=None)
+
+def store(cards: Sequence[Card], reading: ExemplarReading, path: Path = VECTORS_PATH) -> None:
+    """Embed every card's exemplars as ``reading`` reads them and write them to ``path`` (a
+    line per card)."""
     arrays: dict[str, np.ndarray] = {}
     for number, card in enumerate(cards, 1):
-        index = judge.index(card)
+        version, answer_vector = reading(card)
         answers = labelled_answers(card)
-        built = build_exemplars(
-            answers, lambda text, card=card, index=index: exemplar_vectors(card, index, text)
-        )
-        arrays[f"{card.id}/key"] = np.asarray(fingerprint(card, index.version, answers))
+        built = build_exemplars(answers, answer_vector)
+        arrays[f"{card.id}/key"] = np.asarray(fingerprint(card, version, answers))
         arrays[f"{card.id}/ids"] = np.asarray([a.id for a in built.answers])
         arrays[f"{card.id}/answers"] = built.answer_vectors.astype(np.float16)
         arrays[f"{card.id}/claims"] = built.claim_vectors.astype(np.float16)
@@ -394,10 +399,3 @@ def store(cards: Sequence[Card], path: Path = VECTORS_PATH) -> None:
         print(f"  [{number}/{len(cards)}] {card.id}: {len(built.answers)} answers", file=sys.stderr, flush=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(path, **arrays)
-
-
-if __name__ == "__main__":
-    from cards.deck import default_deck
-
-    store(list(default_deck()))
-    print(f"wrote {VECTORS_PATH}")

@@ -20,16 +20,26 @@ import os
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from grader.base import Judgement, PointJudgement, PointVerdict
 from grader.embedding import embed
+from grader.exemplars import Exemplars
+from grader.reading import (
+    ALL_MISCONCEPTION_FEATURES,
+    ALL_POINT_FEATURES,
+    CardIndex,
+    OfflineParams,
+    analyse,
+    decide,
+    evidence,
+    features,
+)
 
 if TYPE_CHECKING:
     from cards.schema import Card
-    from grader.offline import OfflineJudge
 
 FOLLOWUP_MODEL_PATH = Path(__file__).resolve().parent / "followup_model.json"
 #: The labelled answers' vectors, stored ahead by ``grader.calibration.train_followups``.
@@ -120,8 +130,6 @@ def exemplar_margin(card_id: str, point_id: str, answer: str, leave_out: str | N
 
 
 def feature_names() -> list[str]:
-    from grader.offline import ALL_POINT_FEATURES
-
     return [
         *ALL_POINT_FEATURES,
         *(f"max_{name}" for name in MISC_SIGNALS),
@@ -131,12 +139,20 @@ def feature_names() -> list[str]:
     ]
 
 
+class CardReader(Protocol):
+    """What the follow-up reading needs of a judge (``grader.offline.OfflineJudge`` has it)."""
+
+    params: OfflineParams
+
+    def index(self, card: Card) -> CardIndex: ...
+
+    def exemplars(self, card: Card) -> Exemplars: ...
+
+
 def followup_features(
-    judge: OfflineJudge, card: Card, point_id: str, answer: str, leave_out: str | None = None
+    judge: CardReader, card: Card, point_id: str, answer: str, leave_out: str | None = None
 ) -> tuple[np.ndarray, Judgement]:
     """The feature row of ``answer`` read against ``point_id``, and the rules' judgement."""
-    from grader.offline import ALL_MISCONCEPTION_FEATURES, analyse, decide, evidence, features
-
     index = judge.index(card)
     analysis = analyse(card, index, answer)
     rules = decide(card, index, analysis, judge.params)

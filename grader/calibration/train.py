@@ -535,10 +535,9 @@ def main(argv: list[str] | None = None) -> int:
     text = json.dumps(model, indent=1) if learner[0] == "logistic" else json.dumps(model, separators=(",", ":"))
     args.out.write_text(text + "\n", encoding="utf-8")
     print(f"wrote {args.out} ({learner}, cut-points {cuts})")
-    from grader.exemplars import VECTORS_PATH, store
+    from grader.calibration.store_exemplars import store_exemplars
 
-    store(list(default_deck()))  # the exemplars as the shipped model will read them
-    print(f"wrote {VECTORS_PATH}")
+    store_exemplars()  # the exemplars as the shipped model will read them
     fit_reader(rows).save(READER_PATH)
     print(f"wrote {READER_PATH}")
     return 0

@@ -233,7 +233,7 @@ def test_the_shipped_model_reads_features_the_judge_computes():
 
 
 def test_the_stored_vectors_fit_every_card_so_a_start_embeds_none():
-    """`python -m grader.exemplars` after any change to a card or to the training set."""
+    """`python -m grader.calibration.store_exemplars` after any change to a card or to the training set."""
     from grader.exemplars import _from_store, fingerprint
 
     for card in default_deck():
