@@ -127,27 +127,6 @@ _PG_RECORD_BLOCKED = sa.text(
 )
 
 
-class TokenBucket:
-    """Paces sends to ``rate`` a second with bursts of at most ``burst`` (one process)."""
-
-    def __init__(self, rate: float, burst: float = 1.0, monotonic=_time.monotonic):
-        self.rate = rate
-        self.burst = burst
-        self.tokens = burst
-        self.monotonic = monotonic
-        self.stamp = monotonic()
-
-    async def take(self) -> None:
-        while True:
-            now = self.monotonic()
-            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
-            self.stamp = now
-            if self.tokens >= 1:
-                self.tokens -= 1
-                return
-            await asyncio.sleep((1 - self.tokens) / self.rate)
-
-
 class SharedPace:
     """Send slots per platform, shared by every replica through the database.
 

@@ -18,7 +18,7 @@ from bot.db import make_engine
 from bot.engine import QuizEngine
 from bot.models import Learner, PushLog, PushStatus
 from bot.pushtime import local_push_moment, next_push_at
-from bot.reminders import CLAIM_LEASE, Coalescer, ReminderSweeper, SharedPace, TokenBucket
+from bot.reminders import CLAIM_LEASE, Coalescer, ReminderSweeper, SharedPace
 from bot.replies import Reply
 from bot.transport import PushOutcome
 from grader.selfgrade import SelfGrader
@@ -268,23 +268,6 @@ async def test_push_carries_the_trap_and_snooze_buttons(db, small_deck) -> None:
     clock.advance(hours=4)
     await sweeper.sweep()
     assert len(transport.sent) == 2
-
-
-async def test_token_bucket_paces_sends() -> None:
-    now = [0.0]
-    bucket = TokenBucket(rate=100.0, burst=1.0, monotonic=lambda: now[0])
-    await bucket.take()
-    waited = []
-
-    async def fake_sleep_take() -> None:
-        task = asyncio.create_task(bucket.take())
-        await asyncio.sleep(0)
-        waited.append(task.done())
-        now[0] += 0.01
-        await task
-
-    await fake_sleep_take()
-    assert waited == [False]  # the second token was not available until 10 ms had passed
 
 
 WORKER = """
