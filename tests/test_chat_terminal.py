@@ -235,7 +235,10 @@ async def test_the_first_grade_says_it_waited_for_the_judge(db_url: str, tmp_pat
     assert out.count("Grading your answer") == 2  # every answer shows it is being graded
 
 
-async def test_a_tick_redraws_only_the_changed_lines(db_url: str) -> None:
+async def test_a_tick_redraws_only_the_changed_lines(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Wide enough for the button line whatever terminal (or none) the suite runs under: a line
+    # that does not fit is printed below instead, which is another test's case.
+    monkeypatch.setenv("COLUMNS", "200")
     deck = default_deck()
     engine = engine_on(db_url, EveryPointJudge())
     card = deck.cards[0]
