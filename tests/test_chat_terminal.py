@@ -9,7 +9,6 @@ import asyncio
 import io
 import re
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from bot.terminal import STALE_KEY, TerminalChat, key_for, machine_timezone
 from cards.deck import default_deck
 from grader.base import Assessment, Judgement, PointJudgement, PointVerdict
 from grader.scoring import grade_from_judgement
+from tests.deck_plots import DeckPlots
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 _CARD = re.compile(r"\b((?:rl|msft)-\d{2})\b")
@@ -59,36 +59,6 @@ class EveryPointJudge:
         judgement = Judgement(judge=self.name, points=points)
         grade = grade_from_judgement(card, judgement, answer)
         return Assessment(self.name, grade, needs_confirmation=interactive)
-
-
-class DeckPlots:
-    """Every sim's plot at once, except the ``slow`` ones', ready once ``release`` is set."""
-
-    def __init__(self, directory: Path, slow: frozenset[str] = frozenset()):
-        self.directory = directory
-        self.slow = slow
-        self.release = asyncio.Event()
-        self.prefetched: list[str] = []
-
-    def prefetch(self, sim_id: str) -> bool:
-        self.prefetched.append(sim_id)
-        return True
-
-    async def plot_for(self, sim_id: str, wait_seconds: float | None = 3.0) -> Any:
-        if sim_id in self.slow:
-            try:
-                await asyncio.wait_for(asyncio.shield(self.release.wait()), wait_seconds)
-            except TimeoutError:
-                return None
-        self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / f"{sim_id}.png"
-        path.write_bytes(PNG)
-
-        @dataclass
-        class Found:
-            png_path: Path
-
-        return Found(path)
 
 
 class Learner:
@@ -138,7 +108,7 @@ async def test_a_walk_through_the_deck_shows_every_plot_before_the_buttons(
 ) -> None:
     deck = default_deck()
     slow_sim = deck.cards[1].sim
-    plots = DeckPlots(tmp_path / "plots", slow=frozenset({slow_sim}))
+    plots = DeckPlots(tmp_path / "plots", PNG, slow=frozenset({slow_sim}))
     engine = engine_on(db_url, EveryPointJudge(), plots)
     screen = io.StringIO()
     loop = asyncio.get_running_loop()
@@ -182,7 +152,7 @@ async def test_a_walk_through_the_deck_shows_every_plot_before_the_buttons(
 
 async def test_keys_are_stable_and_a_stale_key_says_so(db_url: str, tmp_path: Path) -> None:
     deck = default_deck()
-    engine = engine_on(db_url, EveryPointJudge(), DeckPlots(tmp_path / "plots"))
+    engine = engine_on(db_url, EveryPointJudge(), DeckPlots(tmp_path / "plots", PNG))
     card = deck.cards[0]
     opened: list[str] = []
     script = iter(["/trap", EveryPointJudge.answer(card), "c", "c", "x", "v", "/quit"])

@@ -32,6 +32,7 @@ from cards.deck import DECK_DIR, Deck, load_deck
 from grader.base import Assessment, Judgement, MisconceptionJudgement, PointJudgement, PointVerdict
 from grader.scoring import grade_from_judgement
 from grader.selfgrade import SelfGrader
+from tests.deck_plots import DeckPlots
 
 BOT_USER_ID = 900000000000000001
 _message_ids = itertools.count(7000)
@@ -273,34 +274,9 @@ class ControlledPlots:
         return SimpleNamespace(png_path=self.png_path)
 
 
-class DeckPlots:
-    """A plot for every simulation at once, except the ``slow`` sims', ready only once
-    ``release`` is set (a simulation slower than the verdict); ``prefetch`` is recorded."""
-
-    def __init__(self, png_path: Path, slow: frozenset[str] = frozenset()):
-        self.png_path = png_path
-        self.slow = slow
-        self.release = asyncio.Event()
-        self.prefetched: list[str] = []
-
-    def prefetch(self, sim_id: str) -> bool:
-        self.prefetched.append(sim_id)
-        return True
-
-    async def plot_for(self, sim_id: str, wait_seconds: float | None = 3.0) -> Any:
-        if sim_id in self.slow:
-            try:
-                await asyncio.wait_for(asyncio.shield(self.release.wait()), wait_seconds)
-            except TimeoutError:
-                return None
-        return SimpleNamespace(png_path=self.png_path)
-
-
 @pytest.fixture
 def deck_plots(tmp_path: Path) -> Callable[..., DeckPlots]:
-    png = tmp_path / "deck-plot.png"
-    png.write_bytes(tiny_png())
-    return lambda slow=frozenset(): DeckPlots(png, slow)
+    return lambda slow=frozenset(): DeckPlots(tmp_path / "plots", tiny_png(), slow)
 
 
 class NamedPointsJudge:

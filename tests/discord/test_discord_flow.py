@@ -510,10 +510,10 @@ async def test_every_verdict_of_the_deck_has_its_plot(make_rig, deck_plots) -> N
             plots.release.set()
             await rig.handlers.drain()
             late = submitted.sent[-1]
-            assert late.how == "followup" and late.files == {plot_name: plots.png_path.read_bytes()}
+            assert late.how == "followup" and late.files == {plot_name: plots.png}
             assert late.embeds[0].description  # its caption
         else:
-            assert verdict.files == {plot_name: plots.png_path.read_bytes()}, card_id
+            assert verdict.files == {plot_name: plots.png}, card_id
     assert len(seen) == 26
 
 

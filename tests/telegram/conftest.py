@@ -21,6 +21,7 @@ from bot.telegram.transport import TelegramTransport
 from cards.deck import DECK_DIR, Deck, load_deck
 from grader.base import Assessment, Judgement, MisconceptionJudgement, PointJudgement, PointVerdict
 from grader.scoring import grade_from_judgement
+from tests.deck_plots import DeckPlots
 
 HERE = Path(__file__).resolve().parent
 
@@ -171,39 +172,6 @@ class GatedPlots:
             png_path: Path
 
         return Found(self.path)
-
-
-class DeckPlots:
-    """A plot source for every simulation of the deck, speaking the service's protocol: a plot
-    is ready at once, except the ``slow`` sims', which are ready only once ``release`` is set
-    (a simulation that takes longer than the verdict). ``prefetch`` records what was started."""
-
-    def __init__(self, directory: Path, png: bytes, slow: frozenset[str] = frozenset()):
-        self.directory = directory
-        self.png = png
-        self.slow = slow
-        self.release = asyncio.Event()
-        self.prefetched: list[str] = []
-
-    def prefetch(self, sim_id: str) -> bool:
-        self.prefetched.append(sim_id)
-        return True
-
-    async def plot_for(self, sim_id: str, wait_seconds: float | None = 3.0) -> Any:
-        if sim_id in self.slow:
-            try:
-                await asyncio.wait_for(asyncio.shield(self.release.wait()), wait_seconds)
-            except TimeoutError:
-                return None
-        self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / f"{sim_id}.png"
-        path.write_bytes(self.png)
-
-        @dataclass
-        class Found:
-            png_path: Path
-
-        return Found(path)
 
 
 @pytest.fixture
