@@ -5,10 +5,13 @@ Tests marked ``slow`` are the slow proofs (all seeds of a claim, whole labelled 
 PostgreSQL soak): skipped unless RUN_SLOW=1. ``make test`` leaves them out and ``make test-slow``
 runs only them, so the two together run every test once.
 
-Each database test gets a database of its own, migrated to head, without running the migrations
-per test: they run once per session (per xdist worker) into a template, and each test gets a copy
-(a file copy for SQLite; ``CREATE DATABASE ... TEMPLATE`` on PostgreSQL, or a freshly migrated
-schema when the role may not create databases).
+Each database test gets an empty database migrated to head, without running the migrations per
+test: they run once per session (per xdist worker) into a template. SQLite: each test gets a copy
+of the template file. PostgreSQL: each worker copies the template once (``CREATE DATABASE ...
+TEMPLATE``) and each test gets it emptied (its leftover connections closed, every table truncated:
+about 0.04 s against 0.5 s for a new database per test); ``fresh_db_url`` gives a database of the
+test's own, for tests that change the schema. When the role may not create databases, each test
+migrates a schema of its own.
 """
 
 from __future__ import annotations
@@ -126,25 +129,78 @@ def _pg_template() -> object:
         _drop_database(PG_URL, name)
 
 
+@pytest.fixture(scope="session")
+def _pg_worker_db(_pg_template: str | None) -> object:
+    """This worker's PostgreSQL database, copied from the template once; tests empty it."""
+    if _pg_template is None:
+        yield None
+        return
+    name = f"trapbot_worker_{uuid.uuid4().hex[:12]}"
+    _create_database(PG_URL, name, template=_pg_template)
+    url = _database_url(PG_URL, name)
+    engine = sa.create_engine(normalise_url(url), isolation_level="AUTOCOMMIT")
+    tables = [t for t in sa.inspect(engine).get_table_names() if t != "alembic_version"]
+    emptying = sa.text(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+        " WHERE datname = current_database() AND pid <> pg_backend_pid();"
+        f" TRUNCATE {', '.join(f'{chr(34)}{t}{chr(34)}' for t in tables)} RESTART IDENTITY CASCADE"
+    )
+
+    def emptied() -> str:
+        # A connection a test left open (a killed subprocess's) must not hold a lock on a table.
+        with engine.connect() as connection:
+            connection.execute(emptying)
+        return url
+
+    try:
+        yield emptied
+    finally:
+        engine.dispose()
+        _drop_database(PG_URL, name)
+
+
+def _sqlite_copy(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    template = request.getfixturevalue("_sqlite_template")
+    path = tmp_path / "trapbot.db"
+    shutil.copyfile(template, path)  # no connection is open on it: the file is consistent
+    return f"sqlite:///{path}"
+
+
+def _pg_schema_of_its_own():
+    url, schema = _pg_schema_url(PG_URL)
+    try:
+        migrate(url)
+        yield url
+    finally:
+        _drop_pg_schema(PG_URL, schema)
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path):
     """An empty database migrated to head: a SQLite file, and PostgreSQL when configured."""
     if request.param == "sqlite":
-        template = request.getfixturevalue("_sqlite_template")
-        path = tmp_path / "trapbot.db"
-        shutil.copyfile(template, path)  # no connection is open on it: the file is consistent
-        yield f"sqlite:///{path}"
+        yield _sqlite_copy(request, tmp_path)
+        return
+    if not PG_URL:
+        pytest.skip("TEST_DATABASE_URL is not set, so the PostgreSQL variant does not run")
+    emptied = request.getfixturevalue("_pg_worker_db")
+    if emptied is None:
+        yield from _pg_schema_of_its_own()
+        return
+    yield emptied()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def fresh_db_url(request: pytest.FixtureRequest, tmp_path: Path):
+    """Like ``db_url``, but a database of this test's own: for tests that change the schema."""
+    if request.param == "sqlite":
+        yield _sqlite_copy(request, tmp_path)
         return
     if not PG_URL:
         pytest.skip("TEST_DATABASE_URL is not set, so the PostgreSQL variant does not run")
     template = request.getfixturevalue("_pg_template")
     if template is None:
-        url, schema = _pg_schema_url(PG_URL)
-        try:
-            migrate(url)
-            yield url
-        finally:
-            _drop_pg_schema(PG_URL, schema)
+        yield from _pg_schema_of_its_own()
         return
     name = f"t_{uuid.uuid4().hex[:12]}"
     _create_database(PG_URL, name, template=template)
