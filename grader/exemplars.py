@@ -382,10 +382,16 @@ ExemplarReading = Callable[
 ]
 
 
-def store(cards: Sequence[Card], reading: ExemplarReading, path: Path = VECTORS_PATH) -> None:
-    """Embed every card's exemplars as ``reading`` reads them and write them to ``path`` (a
-    line per card)."""
+def store(
+    cards: Sequence[Card], reading: ExemplarReading, path: Path = VECTORS_PATH, *, keep_others: bool = False
+) -> None:
+    """Embed ``cards``' exemplars as ``reading`` reads them and write them to ``path`` (a line
+    per card); with ``keep_others``, the stored vectors of every other card are kept."""
     arrays: dict[str, np.ndarray] = {}
+    if keep_others and path.exists():
+        renewed = {card.id for card in cards}
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files if name.split("/", 1)[0] not in renewed}
     for number, card in enumerate(cards, 1):
         version, answer_vector = reading(card)
         answers = labelled_answers(card)
