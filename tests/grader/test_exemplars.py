@@ -308,3 +308,37 @@ async def test_stored_vectors_match_a_fresh_embedding(offline_judge, rl08):
     assert np.allclose(stored.unit_vectors, fresh.unit_vectors, atol=2e-3)
     assert np.allclose(stored.claim_vectors, fresh.claim_vectors, atol=2e-3)
     assert stored.claim_owner.tolist() == fresh.claim_owner.tolist()
+
+
+def test_the_stored_phrasings_cover_every_card_so_a_start_embeds_none():
+    """`python -m grader.calibration.store_exemplars` after any change to a card: every text a
+    built-in card's index embeds is stored, so indexing the deck runs no model."""
+    from grader.embedding import recording, stored_phrases
+    from grader.reading import build_index
+
+    stored = stored_phrases()
+    for card in default_deck():
+        with recording() as texts:
+            build_index(card)
+        assert texts, card.id
+        missing = sorted(texts - stored.keys())
+        assert not missing, f"{card.id}: {len(missing)} phrasings not stored, e.g. {missing[:2]}"
+
+
+def test_stored_phrasings_match_a_fresh_embedding(offline_judge):
+    from grader.embedding import embed_uncached, stored_phrases
+
+    stored = stored_phrases()
+    sample = sorted(stored)[:: max(1, len(stored) // 24)]  # two dozen, spread over the file
+    fresh = embed_uncached(sample)
+    assert np.allclose(np.stack([stored[t] for t in sample]), fresh, atol=2e-3)
+
+
+def test_phrasings_stored_for_another_model_are_not_used(tmp_path):
+    from grader.embedding import stored_phrases
+
+    path = tmp_path / "phrases.npz"
+    vectors = np.ones((1, 384), dtype=np.float32)
+    np.savez(path, model=np.asarray("some-other-model==1"), texts=np.asarray(["a b c"]), vectors=vectors)
+    assert stored_phrases(path) == {}
+    assert stored_phrases(tmp_path / "missing.npz") == {}
