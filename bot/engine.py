@@ -179,8 +179,8 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
         (Anki's learning step) unless ``repeat_now``, so it never comes straight back.
 
         Only cards of ``decks`` (a group's), or else of the learner's own decks, are asked;
-        today's new traps count across every deck, so a member who met theirs in private
-        is not given another by a group with other decks (they can ask for one more)."""
+        today's new traps count across every loaded deck, so a member who met theirs in
+        private is not given another by a group with other decks (they can ask for one more)."""
         today, now = self.today(learner), self.clock.now()
         # The given decks or the learner's; all when none of them is loaded.
         chosen = self.deck.in_decks(decks if decks is not None else learner.decks) or list(self.deck)
@@ -207,7 +207,8 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
         introduced_today = sum(
             1
             for s in states
-            if s.introduced_on == today and not (s.skipped_on == today and s.last_reviewed_on is None)
+            if s.card_id in self.deck  # a card whose deck folder was removed is gone from the day too
+            and s.introduced_on == today and not (s.skipped_on == today and s.last_reviewed_on is None)
         )
         fresh = [card for card in chosen if card.id not in known]
         if fresh and (extra_new or introduced_today < learner.new_per_day):
