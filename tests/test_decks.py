@@ -420,3 +420,26 @@ async def test_a_groups_decks_rule_its_traps_and_an_old_button_is_refused(db, tm
         after.toggle_group_deck("telegram", -100, chosen.buttons[0][0].data.replace("gdk", "set"), by=7)
     [refused] = await after.act(ada.id, core_button)
     assert refused.kind is ReplyKind.ERROR
+
+
+def test_two_admins_toggling_at_once_both_count(db, tmp_path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Olga's press reads the group's decks, Bob's press is stored meanwhile, then Olga's is
+    written: the write finds the group changed, reads again and keeps Bob's change too."""
+    folders = [a_deck_with(tmp_path, name, {f"{name}-01": template_card(f"{name}-01")}) for name in ("core", "team", "papers")]
+    deck = load_decks(folders, builtin=None)
+    olga, bob = QuizEngine(db, deck, SelfGrader(), clock), QuizEngine(db, deck, SelfGrader(), clock)
+    _, team_button, papers_button = (row[0].data for row in olga.group_decks_reply("telegram", -100).buttons)
+    bob.toggle_group_deck("telegram", -100, team_button, by=2)  # the group's row exists: ["core", "papers"]
+    writes = []
+    real_store = type(olga)._store
+
+    def store_after_bob(self, session, row, *args):
+        if not writes:  # Bob's press lands between Olga's read and her write
+            bob.toggle_group_deck("telegram", -100, team_button, by=2)
+        writes.append(row.revision if row is not None else None)
+        return real_store(self, session, row, *args)
+
+    monkeypatch.setattr(olga, "_store", store_after_bob.__get__(olga))
+    olga.toggle_group_deck("telegram", -100, papers_button, by=1)
+    assert writes == [1, 2]  # the first write was refused (revision 1 was gone) and retried
+    assert olga.group_decks("telegram", -100) == ["core", "team"]  # Bob's team back, Olga's papers dropped
