@@ -20,7 +20,7 @@ from bot.cards_cmd import register
 from bot.clock import FixedClock
 from bot.engine import CARD_IMAGE, QuizEngine
 from bot.lint import lint
-from bot.models import CardState
+from bot.models import CardState, GroupChat
 from bot.replies import ReplyKind
 from cards.deck import BUILTIN, DECK_DIR, load_decks
 from cards.template import card_template
@@ -443,3 +443,14 @@ def test_two_admins_toggling_at_once_both_count(db, tmp_path, clock: FixedClock,
     olga.toggle_group_deck("telegram", -100, papers_button, by=1)
     assert writes == [1, 2]  # the first write was refused (revision 1 was gone) and retried
     assert olga.group_decks("telegram", -100) == ["core", "team"]  # Bob's team back, Olga's papers dropped
+
+
+async def test_forget_keeps_a_groups_decks_and_drops_who_chose_them(db, clock: FixedClock) -> None:
+    engine = QuizEngine(db, load_decks([EXAMPLE]), SelfGrader(), clock)
+    olga = engine.learner("telegram", "7")
+    [builtin_button, _] = (row[0].data for row in engine.group_decks_reply("telegram", -100).buttons)
+    engine.toggle_group_deck("telegram", -100, builtin_button, by="7")
+    await engine.forget(olga.id, confirmed=True)
+    with Session(db) as session:
+        [group] = session.exec(select(GroupChat)).all()
+    assert (group.decks, group.updated_by) == (["team-traps"], "")
