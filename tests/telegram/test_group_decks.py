@@ -178,6 +178,11 @@ async def test_an_anonymous_admin_sees_the_list_and_private_decks_are_the_learne
     assert "Your decks" in own.text and "Decks: all: alpha (alpha), beta (beta)" in own.text
     assert [label for label, _ in own.buttons()] == ["✓ alpha", "✓ beta"]
     assert all(data.startswith("t1:set:") for _, data in own.buttons())
+    # /settings in a group says which decks apply there.
+    mark = api.mark()
+    api.send_command(ada, "settings", chat=group, address_bot=True)
+    settings = await api.wait_for("sendMessage", since=mark, chat_id=group["id"])
+    assert "Your settings" in settings.text and "In this group, /trap draws from the group's decks (/decks)" in settings.text
 
 
 async def test_the_groups_decks_follow_it_when_it_becomes_a_supergroup(make_bot: Any) -> None:
