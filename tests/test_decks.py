@@ -351,17 +351,17 @@ async def answer(engine: QuizEngine, learner_id: int, quality: int, *, decks: li
     return question.card_id  # type: ignore[return-value]
 
 
-async def test_stats_count_the_cards_of_the_decks_a_learner_studies(db, clock: FixedClock) -> None:
+async def test_stats_count_the_cards_of_the_decks_a_learner_studies(db, tmp_path, clock: FixedClock) -> None:
     """Met, the forecast and mastery follow the learner's decks; reviews and the streak are the
     whole history; a dropped deck's traps are said to be set aside, not silently lost."""
-    deck = load_decks([EXAMPLE])
+    deck = load_decks([a_deck_with(tmp_path, "core", {"core-01": template_card("core-01")}), EXAMPLE], builtin=None)
     engine = QuizEngine(db, deck, SelfGrader(), clock, default_new_per_day=2)
     ada = engine.learner("terminal", "ada")
-    assert await answer(engine, ada.id, 5) == "rl-01"  # due in 1 day
+    assert await answer(engine, ada.id, 5) == "core-01"  # due in 1 day
     assert await answer(engine, ada.id, 5, decks=["team-traps"]) == "grpo-01"  # as in a group on that deck
     every = engine.stats_data(ada.id)
     assert (every.cards_seen, every.cards_total, every.set_aside, every.all_decks) == (2, len(deck), 0, True)
-    assert every.due_forecast[1][1] == 2 and {"imitation-learning", "variance"} <= every.mastery.keys()
+    assert every.due_forecast[1][1] == 2 and {"reward-modeling", "variance"} <= every.mastery.keys()
 
     await engine.update_settings(ada.id, "decks", "team-traps")
     team = engine.stats_data(ada.id)
