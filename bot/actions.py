@@ -31,6 +31,7 @@ class Verb(StrEnum):
     SNOOZE = "snz"  # arg: hours
     SKIP_TODAY = "off"
     ANSWER = "ans"  # open a given trap to answer (arg: card id, or card id.variant index), e.g. from a push
+    GROUP_DECK = "gdk"  # add or drop one of a group chat's decks (arg: deck position.name digest)
     FOLLOWUP = "fu"  # the interviewer's follow-up on a review (arg: -/answer: ask it, skip, yes/no: self-check)
 
 

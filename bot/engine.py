@@ -28,6 +28,7 @@ from bot.answers import MAX_ANSWER_CHARS, answer_problem, clean_answer, is_dont_
 from bot.clock import Clock, local_date
 from bot.confirming import SHOW_ALL, ConfirmRoom, with_second
 from bot.followups import FollowUps, point_to_probe
+from bot.groups import GroupRoom
 from bot.history import HistoryRoom, snapshot_of
 from bot.locks import LearnerLocks
 from bot.models import CardState, Learner, Review, ReviewStatus, fit_grader_name
@@ -60,7 +61,7 @@ class PlotSource(Protocol):
     async def plot_for(self, sim_id: str, wait_seconds: float | None = ...) -> Any: ...
 
 
-class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom):
+class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, RecoveryRoom, GroupRoom):
     def __init__(
         self,
         db: DbEngine,
@@ -89,27 +90,32 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
 
     # ----- asking -----------------------------------------------------------------------
 
-    async def next_trap(self, learner_id: int, *, extra_new: bool = False, repeat_now: bool = False) -> list[Reply]:
-        """The next trap: a waiting confirmation first, then due reviews, repeats, new traps."""
+    async def next_trap(
+        self, learner_id: int, *, extra_new: bool = False, repeat_now: bool = False, decks: Sequence[str] | None = None
+    ) -> list[Reply]:
+        """The next trap: a waiting confirmation first, then due reviews, repeats, new traps.
+        ``decks``: the decks to draw from instead of the learner's own (a group's decks)."""
         async with self._locks[learner_id]:
             self.get_learner(learner_id)  # a setting an older version stored badly is repaired first
-            replies = self._next_trap(learner_id, extra_new=extra_new, repeat_now=repeat_now)
+            replies = self._next_trap(learner_id, extra_new=extra_new, repeat_now=repeat_now, decks=decks)
             return self.with_notices(learner_id, replies)
 
     def _next_trap(
-        self, learner_id: int, *, extra_new: bool, repeat_now: bool = False, bind: sa.Connection | None = None
+        self, learner_id: int, *, extra_new: bool, repeat_now: bool = False, bind: sa.Connection | None = None,
+        decks: Sequence[str] | None = None,
     ) -> list[Reply]:
         # One session and one commit for the whole choice (the trap, the learner's open card,
         # closed follow-ups, the wording shown): a push is one transaction, not four. Given
         # ``bind`` (a push holding the learner's lock in its transaction) the session joins it.
         with Session(bind or self.db, expire_on_commit=False) as session:
-            chosen = self._next_traps_in(session, [learner_id], extra_new=extra_new, repeat_now=repeat_now)
+            chosen = self._next_traps_in(session, [learner_id], extra_new=extra_new, repeat_now=repeat_now, decks=decks)
         if learner_id not in chosen:
             raise InvalidAction("unknown learner; send /start")
         return chosen[learner_id]
 
     def _next_traps_in(
-        self, session: Session, learner_ids: list[int], *, extra_new: bool, repeat_now: bool = False
+        self, session: Session, learner_ids: list[int], *, extra_new: bool, repeat_now: bool = False,
+        decks: Sequence[str] | None = None,
     ) -> dict[int, list[Reply]]:
         """The next trap of each learner (unknown ids left out), opened, in one commit and a
         fixed number of statements however many learners: the daily push asks a page at once."""
@@ -139,7 +145,7 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
                         self._confirmation_reply(review, as_asked(self.deck.get(review.card_id), review.variant_id)),
                     ]
                     continue
-                choice = self._choose(learner, states[learner.id], extra_new=extra_new, repeat_now=repeat_now)  # type: ignore[index]
+                choice = self._choose(learner, states[learner.id], extra_new=extra_new, repeat_now=repeat_now, decks=decks)  # type: ignore[index]
                 if isinstance(choice, Reply):
                     replies[learner.id] = [choice]  # type: ignore[index]
                     continue
@@ -162,16 +168,22 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
         return replies
 
     def _choose(
-        self, learner: Learner, states: list[CardState], *, extra_new: bool, repeat_now: bool = False
+        self, learner: Learner, states: list[CardState], *, extra_new: bool, repeat_now: bool = False,
+        decks: Sequence[str] | None = None,
     ) -> tuple[Card, bool, str, CardState | None] | Reply:
         """What to ask ``learner`` now: (card, asked again today, due label, the state of a card
         met for the first time, for the caller to insert); or the "nothing due" reply.
 
         Order: due reviews; then traps to repeat today (graded below 4) whose learning step
         has passed; then new traps. A trap to repeat waits ``learning_step`` after its grade
-        (Anki's learning step) unless ``repeat_now``, so it never comes straight back."""
+        (Anki's learning step) unless ``repeat_now``, so it never comes straight back.
+
+        Only cards of ``decks`` (a group's), or else of the learner's own decks, are asked;
+        today's new traps count across every loaded deck, so a member who met theirs in
+        private is not given another by a group with other decks (they can ask for one more)."""
         today, now = self.today(learner), self.clock.now()
-        chosen = self.deck.in_decks(learner.decks) or list(self.deck)  # the learner's decks; all when none is loaded
+        # The given decks or the learner's; all when none of them is loaded.
+        chosen = self.deck.in_decks(decks if decks is not None else learner.decks) or list(self.deck)
         allowed = {card.id for card in chosen}
         known = {state.card_id: state for state in states if state.card_id in allowed}
         due = sorted(
@@ -194,8 +206,9 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
             return self.deck.get(ready[0].card_id), True, "", None
         introduced_today = sum(
             1
-            for s in known.values()
-            if s.introduced_on == today and not (s.skipped_on == today and s.last_reviewed_on is None)
+            for s in states
+            if s.card_id in self.deck  # a card whose deck folder was removed is gone from the day too
+            and s.introduced_on == today and not (s.skipped_on == today and s.last_reviewed_on is None)
         )
         fresh = [card for card in chosen if card.id not in known]
         if fresh and (extra_new or introduced_today < learner.new_per_day):
@@ -500,24 +513,25 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
 
     # ----- buttons ----------------------------------------------------------------------
 
-    async def act(self, learner_id: int, data: str) -> list[Reply]:
-        """Carry out a button press; stale or forged data gets a clear message."""
+    async def act(self, learner_id: int, data: str, *, decks: Sequence[str] | None = None) -> list[Reply]:
+        """Carry out a button press; stale or forged data gets a clear message. ``decks``: the
+        decks a "Next trap" pressed here draws from instead of the learner's (a group's)."""
         try:
             action = Action.decode(data)
         except InvalidAction:
             return [Reply("That button is not one of mine anymore. Send /trap to go on.", kind=ReplyKind.ERROR)]
         try:
-            replies = await self._act(learner_id, action)
+            replies = await self._act(learner_id, action, decks)
             return self.with_notices(learner_id, replies)
         except InvalidAction as error:
             return [Reply(f"That button no longer applies: {error}.", kind=ReplyKind.ERROR)]
 
-    async def _act(self, learner_id: int, action: Action) -> list[Reply]:
+    async def _act(self, learner_id: int, action: Action, decks: Sequence[str] | None = None) -> list[Reply]:
         verb = action.verb
         if verb is Verb.NEXT:
-            return await self.next_trap(learner_id, repeat_now=action.arg == "repeat")
+            return await self.next_trap(learner_id, repeat_now=action.arg == "repeat", decks=decks)
         if verb is Verb.EXTRA:
-            return await self.next_trap(learner_id, extra_new=True)
+            return await self.next_trap(learner_id, extra_new=True, decks=decks)
         if verb is Verb.HINT:
             return await self.hint(learner_id)
         if verb is Verb.SKIP:

@@ -15,7 +15,7 @@ from bot.clock import local_date
 from bot.followups import FollowUps
 from bot.learners import LearnerRoom
 from bot.locks import LearnerLocks
-from bot.models import CardState, Learner, PushLog, Review, ReviewStatus, fit_grader_name
+from bot.models import CardState, GroupChat, Learner, PushLog, Review, ReviewStatus, fit_grader_name
 from bot.replies import Button, Reply, ReplyKind
 from cards.deck import Deck
 from cards.schema import Card
@@ -120,6 +120,13 @@ class HistoryRoom(LearnerRoom):
                 for table in (Review, CardState):
                     session.exec(sa.delete(table).where(table.learner_id == learner_id))  # type: ignore[call-overload]
                 session.exec(sa.delete(PushLog).where(PushLog.learner_id == learner_id))  # type: ignore[call-overload]
+                learner = session.get(Learner, learner_id)
+                if learner is not None:  # a group's decks stay; who last changed them is forgotten
+                    session.exec(  # type: ignore[call-overload]
+                        sa.update(GroupChat)
+                        .where(GroupChat.platform == learner.platform, GroupChat.updated_by == learner.platform_user_id)  # type: ignore[arg-type]
+                        .values(updated_by="")
+                    )
                 session.exec(sa.delete(Learner).where(Learner.id == learner_id))  # type: ignore[call-overload]
                 session.commit()
         self._locks.pop(learner_id, None)

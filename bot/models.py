@@ -236,3 +236,21 @@ class FollowUp(SQLModel, table=True):
     judge: str | None = Field(default=None, max_length=64)
     rescued: bool | None = None
     answered_at: datetime | None = _utc_datetime(default=None, nullable=True)
+
+
+class GroupChat(SQLModel, table=True):
+    """A group chat's own settings (a Telegram group): the decks /trap draws from there.
+    Its members keep their own schedules; in the group the group's decks apply, in private
+    each member's own. ``revision`` counts changes, so two admins' toggles never overwrite
+    each other (each one is a compare-and-set on it)."""
+
+    __tablename__ = "group_chat"
+    __table_args__ = (sa.UniqueConstraint("platform", "chat_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    platform: str = Field(max_length=16)
+    chat_id: str = Field(max_length=64)
+    decks: list[str] | None = Field(default=None, sa_type=sa.JSON, nullable=True)  # None: all
+    revision: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    updated_by: str = Field(default="", max_length=64)  # the platform user id of the last change
+    updated_at: datetime = _utc_datetime()

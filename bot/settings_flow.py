@@ -62,6 +62,21 @@ class SettingsRoom(LearnerRoom):
             )
         ])
 
+    def deck_choice(self, learner_id: int) -> list[Reply]:
+        """The learner's decks with a toggle per deck (/decks in a private chat)."""
+        learner = self._require(learner_id)
+        names = self.deck.names  # type: ignore[attr-defined]
+        if len(names) < 2:
+            return [Reply(f"This bot has one deck, **{self.deck.info(names[0]).title}**: you study it.", kind=ReplyKind.SETTINGS)]  # type: ignore[attr-defined]
+        return self.with_notices(learner_id, [
+            Reply(
+                "**Your decks**" + self._decks_line(learner) + "\n\nTap a deck to add or drop it, or send "
+                "`/settings decks NAME, NAME` (`all` for every deck). In a group, /trap draws from the group's decks.",
+                kind=ReplyKind.SETTINGS,
+                buttons=self._deck_buttons(learner),
+            )
+        ])
+
     def _deck_buttons(self, learner: Learner) -> tuple[tuple[Button, ...], ...]:
         """One toggle per loaded deck, when there is more than the built-in one."""
         names = self.deck.names  # type: ignore[attr-defined]

@@ -29,6 +29,10 @@ class Stats:
     followups_rescued: int = 0  # follow-ups that got the learner to the missed point
     variant_reviews: int = 0  # graded reviews asked in a variant's wording
     variant_recalled: int = 0  # of them, graded 3 or more
+    # Traps met in loaded decks the learner does not study now: left out of the figures above
+    # that are about cards (met, forecast, mastery), kept in the history.
+    set_aside: int = 0
+    all_decks: bool = True  # whether the learner studies every loaded deck
 
 
 _KEEP_FORMAT = {"\u200c", "\u200d"}  # joiners shape emoji and some scripts
@@ -39,13 +43,19 @@ class StatsRoom(LearnerRoom):
     followups: FollowUps
 
     def stats_data(self, learner_id: int) -> Stats:
+        """The learner's figures. Streak and reviews count the whole history; what is about
+        cards (traps met of how many, the forecast, mastery) counts the cards of the decks the
+        learner studies now, as /trap serves them. Cards of a deck they dropped are counted in
+        ``set_aside``; cards of a deck folder no longer loaded are in no figure but the history."""
         learner = self._require(learner_id)
         today = self.today(learner)
+        studied = {card.id for card in (self.deck.in_decks(learner.decks) or list(self.deck))}  # as _choose
         with Session(self.db) as session:
-            states = session.exec(select(CardState).where(CardState.learner_id == learner_id)).all()
+            every_state = session.exec(select(CardState).where(CardState.learner_id == learner_id)).all()
             reviews = session.exec(
                 select(Review).where(Review.learner_id == learner_id, Review.status == ReviewStatus.GRADED)
             ).all()
+        states = [s for s in every_state if s.card_id in studied]
         days = {local_date(r.graded_at, learner.timezone) for r in reviews if r.graded_at}
         streak = 0
         cursor = today if today in days else today - timedelta(days=1)
@@ -66,7 +76,7 @@ class StatsRoom(LearnerRoom):
                 latest[review.card_id] = review.quality
         by_tag: dict[str, list[float]] = defaultdict(list)
         for card_id, quality in latest.items():
-            if card_id in self.deck:
+            if card_id in studied:
                 for tag in self.deck.get(card_id).tags:
                     by_tag[tag].append(quality / 5)
         mastery = {tag: sum(v) / len(v) for tag, v in sorted(by_tag.items())}
@@ -75,13 +85,17 @@ class StatsRoom(LearnerRoom):
             streak_days=streak,
             reviews_done=len(reviews),
             cards_seen=sum(1 for s in states if s.last_reviewed_on is not None),
-            cards_total=len(self.deck),
+            cards_total=len(studied),
             due_forecast=forecast,
             mastery=mastery,
             followups_answered=answered,
             followups_rescued=rescued,
             variant_reviews=sum(1 for r in reviews if r.variant_id),
             variant_recalled=sum(1 for r in reviews if r.variant_id and (r.quality or 0) >= 3),
+            set_aside=sum(
+                1 for s in every_state if s.card_id not in studied and s.card_id in self.deck and s.last_reviewed_on is not None
+            ),
+            all_decks=len(studied) == len(self.deck),
         )
 
     async def stats(self, learner_id: int, *, with_plot: bool = True) -> list[Reply]:
@@ -92,13 +106,18 @@ class StatsRoom(LearnerRoom):
             "**Your progress**",
             f"- Streak: {data.streak_days} day{'s' if data.streak_days != 1 else ''}",
             f"- Reviews done: {data.reviews_done}",
-            f"- Traps met: {data.cards_seen} of {data.cards_total}",
+            f"- Traps met: {data.cards_seen} of {data.cards_total}" + ("" if data.all_decks else " in your decks"),
             "- Due this week: "
             + ", ".join(f"{day.strftime('%a')} {count}" for day, count in data.due_forecast),
         ]
         if data.variant_reviews:
             lines.append(
                 f"- In another setting: {data.variant_recalled} of {data.variant_reviews} reviews recalled (3+)"
+            )
+        if data.set_aside:
+            lines.append(
+                f"- Set aside: {data.set_aside} trap{'s' if data.set_aside != 1 else ''} you met in decks you do not study now, "
+                "not counted above (history kept; add their decks in /settings to review them again)"
             )
         rescues = rescue_line(data.followups_answered, data.followups_rescued)
         if rescues:

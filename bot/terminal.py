@@ -516,7 +516,9 @@ class TerminalChat:
             self.write(f"This machine's time zone is {zone}; it is proposed below.")
 
     def _has_history(self) -> bool:
-        return self.engine.stats_data(self.learner.id).cards_seen > 0  # type: ignore[arg-type]
+        data = self.engine.stats_data(self.learner.id)  # type: ignore[arg-type]
+        # Traps met in decks set aside, or in a removed folder, are history too.
+        return data.cards_seen > 0 or data.set_aside > 0 or data.reviews_done > 0
 
 
 async def run_chat(engine: QuizEngine, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> None:

@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
+from bot.actions import InvalidAction
 from bot.cards_cmd import register
 from bot.clock import FixedClock
 from bot.engine import CARD_IMAGE, QuizEngine
 from bot.lint import lint
-from bot.models import CardState
+from bot.models import CardState, GroupChat
 from bot.replies import ReplyKind
 from cards.deck import BUILTIN, DECK_DIR, load_decks
 from cards.template import card_template
@@ -254,8 +255,9 @@ async def test_a_removed_deck_folder_keeps_history_and_stops_its_cards(db, tmp_p
     assert [state.card_id for state in kept] == ["grpo-01"]
     [question] = await after.next_trap(ada.id)
     assert question.card_id == "rl-01"
-    stats = after.stats_data(ada.id)  # the history counts a card no loaded deck has
-    assert stats.reviews_done == 1 and stats.cards_seen == 1
+    stats = after.stats_data(ada.id)  # the history counts a card no loaded deck has; what is about cards does not
+    assert stats.reviews_done == 1 and (stats.cards_seen, stats.cards_total, stats.set_aside) == (0, len(after.deck), 0)
+    assert sum(count for _, count in stats.due_forecast) == 1 and not stats.mastery  # rl-01, opened above
     [kept] = await after.undo(ada.id)
     assert "no longer in the deck" in kept.text
 
@@ -335,3 +337,120 @@ async def test_an_answer_waiting_on_a_removed_card_does_not_block_the_next_trap(
     assert question.kind is ReplyKind.QUESTION and question.card_id == "rl-01"
     [stale] = await after.act(ada.id, confirm.buttons[0][-1].data)  # its grade button, pressed late
     assert stale.kind is ReplyKind.ERROR and "no longer in the deck" in stale.text
+
+
+# ----- a group's decks, and /stats over the decks a learner studies -------------------------------
+
+
+async def answer(engine: QuizEngine, learner_id: int, quality: int, *, decks: list[str] | None = None) -> str:
+    """Ask the learner's next trap (from ``decks`` when given) and self-grade it ``quality``."""
+    [question] = await engine.next_trap(learner_id, decks=decks)
+    assert question.kind is ReplyKind.QUESTION, question.text
+    [confirm] = await engine.submit_answer(learner_id, "an answer")
+    await engine.act(learner_id, confirm.buttons[0][quality].data)
+    return question.card_id  # type: ignore[return-value]
+
+
+async def test_stats_count_the_cards_of_the_decks_a_learner_studies(db, tmp_path, clock: FixedClock) -> None:
+    """Met, the forecast and mastery follow the learner's decks; reviews and the streak are the
+    whole history; a dropped deck's traps are said to be set aside, not silently lost."""
+    deck = load_decks([a_deck_with(tmp_path, "core", {"core-01": template_card("core-01")}), EXAMPLE], builtin=None)
+    engine = QuizEngine(db, deck, SelfGrader(), clock, default_new_per_day=2)
+    ada = engine.learner("terminal", "ada")
+    assert await answer(engine, ada.id, 5) == "core-01"  # due in 1 day
+    assert await answer(engine, ada.id, 5, decks=["team-traps"]) == "grpo-01"  # as in a group on that deck
+    every = engine.stats_data(ada.id)
+    assert (every.cards_seen, every.cards_total, every.set_aside, every.all_decks) == (2, len(deck), 0, True)
+    assert every.due_forecast[1][1] == 2 and {"reward-modeling", "variance"} <= every.mastery.keys()
+
+    await engine.update_settings(ada.id, "decks", "team-traps")
+    team = engine.stats_data(ada.id)
+    assert (team.reviews_done, team.streak_days) == (2, 1)  # the history is whole
+    assert (team.cards_seen, team.cards_total, team.set_aside, team.all_decks) == (1, 1, 1, False)
+    assert sum(count for _, count in team.due_forecast) == 1 and team.due_forecast[1][1] == 1  # grpo-01 alone
+    assert set(team.mastery) == set(deck.get("grpo-01").tags)
+    [reply] = await engine.stats(ada.id, with_plot=False)
+    assert "Traps met: 1 of 1 in your decks" in reply.text
+    assert "Set aside: 1 trap you met in decks you do not study now" in reply.text and "/settings" in reply.text
+
+    await engine.update_settings(ada.id, "decks", "all")
+    [reply] = await engine.stats(ada.id, with_plot=False)
+    assert f"Traps met: 2 of {len(deck)}\n" in reply.text and "Set aside" not in reply.text
+
+
+async def test_a_groups_decks_rule_its_traps_and_an_old_button_is_refused(db, tmp_path, clock: FixedClock) -> None:
+    core = a_deck_with(tmp_path, "core", {"core-01": template_card("core-01")})
+    team = a_deck_with(tmp_path, "team", {"team-01": template_card("team-01")})
+    papers = a_deck_with(tmp_path, "papers", {"paper-01": template_card("paper-01")})
+    before = QuizEngine(db, load_decks([core, team, papers], builtin=None), SelfGrader(), clock)
+    assert before.group_decks("telegram", -100) == ["core", "team", "papers"]
+    listing = before.group_decks_reply("telegram", -100)
+    core_button, team_button, papers_button = (row[0].data for row in listing.buttons)
+    before.toggle_group_deck("telegram", -100, core_button, by=7)
+    chosen = before.toggle_group_deck("telegram", -100, papers_button, by=7)
+    assert [row[0].label for row in chosen.buttons] == ["Add core", "✓ team", "Add papers"]
+    assert before.group_decks("telegram", -100) == ["team"]
+    assert before.group_decks("telegram", -200) == ["core", "team", "papers"]  # another group: every deck
+
+    # A member who studies the core deck alone and met today's one new trap in private: in the
+    # group, the group's deck rules, and today's new trap is already met (one more on request).
+    ada = before.learner("telegram", "ada")
+    await before.update_settings(ada.id, "decks", "core")
+    assert await answer(before, ada.id, 5) == "core-01"
+    [done] = await before.next_trap(ada.id, decks=before.group_decks("telegram", -100))
+    assert "met today's new traps" in done.text
+    [question] = await before.act(ada.id, done.buttons[-1][0].data, decks=before.group_decks("telegram", -100))
+    assert question.card_id == "team-01"
+
+    # The bot restarts without the team folder: papers is second now. The group's choice names
+    # no loaded deck, so every deck serves; a button of the old list pointing at a position whose
+    # deck changed, or is gone, is refused; one whose deck is still there still works.
+    after = QuizEngine(db, load_decks([core, papers], builtin=None), SelfGrader(), clock)
+    assert after.group_decks("telegram", -100) == ["core", "papers"]
+    for stale in (team_button, papers_button):
+        with pytest.raises(InvalidAction, match="decks have changed since that list was sent"):
+            after.toggle_group_deck("telegram", -100, stale, by=7)
+    after.toggle_group_deck("telegram", -100, core_button, by=7)
+    assert after.group_decks("telegram", -100) == ["papers"]
+    [done] = await after.next_trap(ada.id, decks=after.group_decks("telegram", -100))
+    [question] = await after.act(ada.id, done.buttons[-1][0].data, decks=after.group_decks("telegram", -100))
+    assert question.card_id == "paper-01"
+    # Other buttons are not group deck buttons; the engine's own act refuses a group deck button.
+    with pytest.raises(InvalidAction):
+        after.toggle_group_deck("telegram", -100, chosen.buttons[0][0].data.replace("gdk", "set"), by=7)
+    [refused] = await after.act(ada.id, core_button)
+    assert refused.kind is ReplyKind.ERROR
+
+
+def test_two_admins_toggling_at_once_both_count(db, tmp_path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Olga's press reads the group's decks, Bob's press is stored meanwhile, then Olga's is
+    written: the write finds the group changed, reads again and keeps Bob's change too."""
+    folders = [a_deck_with(tmp_path, name, {f"{name}-01": template_card(f"{name}-01")}) for name in ("core", "team", "papers")]
+    deck = load_decks(folders, builtin=None)
+    olga, bob = QuizEngine(db, deck, SelfGrader(), clock), QuizEngine(db, deck, SelfGrader(), clock)
+    _, team_button, papers_button = (row[0].data for row in olga.group_decks_reply("telegram", -100).buttons)
+    bob.toggle_group_deck("telegram", -100, team_button, by=2)  # the group's row exists: ["core", "papers"]
+    writes = []
+    real_store = type(olga)._store
+
+    def store_after_bob(self, session, row, *args):
+        if not writes:  # Bob's press lands between Olga's read and her write
+            bob.toggle_group_deck("telegram", -100, team_button, by=2)
+        writes.append(row.revision if row is not None else None)
+        return real_store(self, session, row, *args)
+
+    monkeypatch.setattr(olga, "_store", store_after_bob.__get__(olga))
+    olga.toggle_group_deck("telegram", -100, papers_button, by=1)
+    assert writes == [1, 2]  # the first write was refused (revision 1 was gone) and retried
+    assert olga.group_decks("telegram", -100) == ["core", "team"]  # Bob's team back, Olga's papers dropped
+
+
+async def test_forget_keeps_a_groups_decks_and_drops_who_chose_them(db, clock: FixedClock) -> None:
+    engine = QuizEngine(db, load_decks([EXAMPLE]), SelfGrader(), clock)
+    olga = engine.learner("telegram", "7")
+    [builtin_button, _] = (row[0].data for row in engine.group_decks_reply("telegram", -100).buttons)
+    engine.toggle_group_deck("telegram", -100, builtin_button, by="7")
+    await engine.forget(olga.id, confirmed=True)
+    with Session(db) as session:
+        [group] = session.exec(select(GroupChat)).all()
+    assert (group.decks, group.updated_by) == (["team-traps"], "")

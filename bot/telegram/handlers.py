@@ -38,6 +38,7 @@ from telegram.ext import (
 
 from bot import texts
 from bot.actions import Action, InvalidAction, Verb
+from bot.groups import ONLY_ADMINS
 from bot.markup import to_plain
 from bot.models import Learner
 from bot.prefs import PreferenceError, parse_push_time, parse_timezone
@@ -65,6 +66,7 @@ COMMANDS = (
     BotCommand("skip", "Put the open trap back for later"),
     BotCommand("stats", "Streak, what is due, mastery, with a plot"),
     BotCommand("settings", "Push time, timezone, new traps a day, pause"),
+    BotCommand("decks", "The decks /trap draws from (in a group: the group's)"),
     BotCommand("undo", "Take back your last grade"),
     BotCommand("forget", "Delete everything stored about you"),
     BotCommand("help", "The commands"),
@@ -80,7 +82,13 @@ EDITED = (
     "Edits are not graded again: I graded the message as you first sent it. "
     "To replace that grade, send /undo and then your new answer."
 )
-GROUP_HELP = "\n\nIn a group, answer a trap by replying to its message; each of you gets your own grade and schedule."
+GROUP_HELP = (
+    "\n\nIn a group, answer a trap by replying to its message; each of you gets your own grade and schedule. "
+    "/decks shows the decks /trap draws from: in a group the group's (its admins choose them), in private your own."
+)
+GROUP_SETTINGS = "\n\nIn this group, /trap draws from the group's decks (/decks); your own decks apply in private."
+NOT_A_GROUP_LIST = "That button belongs to a group's deck list."
+ADMINS_UNKNOWN = "I could not check who this group's admins are; try again in a moment."
 FAILED = "Something went wrong on my side. Anything you sent is saved; try again in a moment."
 
 #: Buttons whose message is used up once pressed: their keyboard is taken off.
@@ -190,6 +198,7 @@ class TelegramHandlers:
             "skip": self.on_skip,
             "stats": self.on_stats,
             "settings": self.on_settings,
+            "decks": self.on_decks,
             "undo": self.on_undo,
             "forget": self.on_forget,
             "help": self.on_help,
@@ -200,6 +209,7 @@ class TelegramHandlers:
         app.add_handler(CallbackQueryHandler(self.on_button))
         app.add_handler(MessageHandler(new & filters.TEXT & ~filters.COMMAND, self.on_text))
         app.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE, self.on_edited))
+        app.add_handler(MessageHandler(filters.StatusUpdate.MIGRATE, self.on_migrate))
         app.add_handler(
             MessageHandler(new & ~filters.TEXT & ~filters.StatusUpdate.ALL, self.on_other)
         )
@@ -259,14 +269,22 @@ class TelegramHandlers:
         await self.send(incoming, replies)
 
     async def send(self, incoming: Incoming, replies: list[Reply]) -> None:
+        await self._send(incoming.dest, replies, incoming.learner_id if incoming.private else None)
+
+    async def _send(self, dest: Destination, replies: list[Reply], private_learner: int | None = None) -> None:
         try:
-            await self.delivery.send(incoming.dest, replies)
+            await self.delivery.send(dest, replies)
         except Forbidden as error:
-            log.info("cannot write to chat %s: %s", incoming.dest.chat_id, error)
-            if incoming.private:
-                self.engine.set_active(incoming.learner_id, False)
+            log.info("cannot write to chat %s: %s", dest.chat_id, error)
+            if private_learner is not None:
+                self.engine.set_active(private_learner, False)
         except TelegramError as error:
-            log.warning("sending to chat %s failed: %s", incoming.dest.chat_id, error)
+            log.warning("sending to chat %s failed: %s", dest.chat_id, error)
+
+    def decks_here(self, incoming: Incoming) -> list[str] | None:
+        """The decks /trap draws from where ``incoming`` came from: a group's own; None in
+        private (the learner's own)."""
+        return None if incoming.private else self.engine.group_decks(PLATFORM, incoming.dest.chat_id)
 
     # ----- commands ---------------------------------------------------------------------
 
@@ -286,7 +304,8 @@ class TelegramHandlers:
 
     async def on_trap(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if incoming := await self._begin(update):
-            await self._run(incoming, lambda: self.engine.next_trap(incoming.learner_id))
+            decks = self.decks_here(incoming)
+            await self._run(incoming, lambda: self.engine.next_trap(incoming.learner_id, decks=decks))
 
     async def on_hint(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if incoming := await self._begin(update):
@@ -324,12 +343,41 @@ class TelegramHandlers:
 
         async def work() -> list[Reply]:
             if not args:
-                return self.engine.settings(incoming.learner_id)
-            return await self.engine.update_settings(
-                incoming.learner_id, args[0], " ".join(args[1:])
-            )
+                replies = self.engine.settings(incoming.learner_id)
+            else:
+                replies = await self.engine.update_settings(
+                    incoming.learner_id, args[0], " ".join(args[1:])
+                )
+            if incoming.private or len(self.engine.deck.names) < 2 or not replies:
+                return replies
+            last = replies[-1]
+            return [*replies[:-1], replace(last, text=last.text + GROUP_SETTINGS)]
 
         await self._run(incoming, work)
+
+    async def on_decks(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """In private, the learner's own decks; in a group, the group's, with toggles only its
+        admins may use. Needs no learner in a group: an anonymous admin writes as the group."""
+        message, chat = update.effective_message, update.effective_chat
+        if message is None or chat is None or chat.type == ChatType.CHANNEL:
+            return
+        incoming = await self._begin(update)
+        if chat.type == ChatType.PRIVATE:
+            if incoming is not None:
+
+                async def work() -> list[Reply]:
+                    return self.engine.deck_choice(incoming.learner_id)
+
+                await self._run(incoming, work)
+            return
+        thread = message.message_thread_id if message.is_topic_message else None
+        dest = Destination(chat.id, thread, message.message_id)
+        try:
+            replies = [self.engine.group_decks_reply(PLATFORM, chat.id)]
+        except Exception:
+            log.exception("the decks of chat %s failed", chat.id)
+            replies = [Reply(FAILED, kind=ReplyKind.ERROR)]
+        await self._send(dest, replies)
 
     async def on_unknown_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.effective_message
@@ -521,8 +569,11 @@ class TelegramHandlers:
             verb: Verb | None = Action.decode(data).verb
         except InvalidAction:
             verb = None
+        if verb is Verb.GROUP_DECK:
+            await self._on_group_deck(update, context.bot, query, data)
+            return
         try:
-            replies = await self.engine.act(incoming.learner_id, data)
+            replies = await self.engine.act(incoming.learner_id, data, decks=self.decks_here(incoming))
         except Exception:
             log.exception("button failed for learner %s", incoming.learner_id)
             await self._answer_query(query, to_plain(FAILED), alert=True)
@@ -546,6 +597,40 @@ class TelegramHandlers:
                     incoming, dest=replace(incoming.dest, reply_to=message.message_id)
                 )
         await self.send(incoming, replies)
+
+    async def _on_group_deck(self, update: Update, bot: Bot, query: Any, data: str) -> None:
+        """A group admin adds or drops one of the group's decks; the list is redrawn in place.
+        Anyone else, and a button that no longer applies, gets a short alert."""
+        chat, user = update.effective_chat, update.effective_user
+        message = query.message if isinstance(query.message, Message) else None
+        if chat is None or user is None or message is None or chat.type in (ChatType.PRIVATE, ChatType.CHANNEL):
+            await self._answer_query(query, NOT_A_GROUP_LIST, alert=True)
+            return
+        try:
+            member = await bot.get_chat_member(chat.id, user.id)
+        except TelegramError as error:
+            log.warning("getChatMember in chat %s failed: %s", chat.id, error)
+            await self._answer_query(query, ADMINS_UNKNOWN, alert=True)
+            return
+        if member.status not in (ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR):
+            await self._answer_query(query, ONLY_ADMINS, alert=True)
+            return
+        try:
+            reply = self.engine.toggle_group_deck(PLATFORM, chat.id, data, by=user.id)
+        except InvalidAction as error:
+            await self._answer_query(query, f"That button no longer applies: {error}.", alert=True)
+            return
+        except Exception:
+            log.exception("toggling a deck of chat %s failed", chat.id)
+            await self._answer_query(query, to_plain(FAILED), alert=True)
+            return
+        if reply.kind is ReplyKind.ERROR:
+            await self._answer_query(query, to_plain(reply.text), alert=True)
+            return
+        await self._answer_query(query, "Saved.")
+        if not await self.delivery.edit(chat.id, message.message_id, reply):
+            thread = message.message_thread_id if message.is_topic_message else None
+            await self._send(Destination(chat.id, thread, None), [reply])
 
     async def _answer_query(
         self, query: Any, text: str | None = None, *, alert: bool = False
@@ -576,6 +661,16 @@ class TelegramHandlers:
             self.engine.set_active(learner.id, False)
         elif status == ChatMemberStatus.MEMBER:
             self.engine.set_active(learner.id, True)
+
+    async def on_migrate(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """A group that became a supergroup gets a new chat id: its decks go with it."""
+        message = update.effective_message
+        if message is None:
+            return
+        if message.migrate_to_chat_id:
+            self.engine.move_group(PLATFORM, message.chat.id, message.migrate_to_chat_id)
+        elif message.migrate_from_chat_id:
+            self.engine.move_group(PLATFORM, message.migrate_from_chat_id, message.chat.id)
 
     async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         update_id = update.update_id if isinstance(update, Update) else None

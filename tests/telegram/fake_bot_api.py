@@ -329,6 +329,7 @@ class FakeBotApi:
         self.chats: dict[int, dict[str, Any]] = {}
         self.known_users: dict[int, FakeUser] = {}
         self.blocked: set[int] = set()
+        self.admins: dict[int, dict[int, str]] = {}  # group chat id -> user id -> "creator" / "administrator"
         self.messages: dict[tuple[int, int], dict[str, Any]] = {}
         self.photos: dict[tuple[int, int], bytes] = {}
         self.callback_queries: dict[str, bool] = {}  # id -> answered
@@ -417,13 +418,39 @@ class FakeBotApi:
         self.chats[person.id] = chat
         return chat
 
-    def group(self, title: str = "RL reading group", *, forum: bool = False) -> dict[str, Any]:
-        chat_id = -1_001_000_000_000 - next(self._group_ids)
-        chat: dict[str, Any] = {"id": chat_id, "type": "supergroup", "title": title}
+    def group(self, title: str = "RL reading group", *, forum: bool = False, basic: bool = False) -> dict[str, Any]:
+        """A supergroup; ``basic``: a basic group (a small negative id, may migrate to a supergroup)."""
+        number = next(self._group_ids)
+        chat_id = -4_000_000 - number if basic else -1_001_000_000_000 - number
+        chat: dict[str, Any] = {"id": chat_id, "type": "group" if basic else "supergroup", "title": title}
         if forum:
             chat["is_forum"] = True
         self.chats[chat_id] = chat
         return chat
+
+    def make_admin(self, chat: dict[str, Any], person: FakeUser, *, owner: bool = False) -> None:
+        """``person`` becomes the group's creator or one of its administrators (getChatMember says so)."""
+        self.admins.setdefault(chat["id"], {})[person.id] = "creator" if owner else "administrator"
+
+    def migrate(self, chat: dict[str, Any]) -> dict[str, Any]:
+        """A basic group becomes a supergroup with a new id, as Telegram reports it: a service
+        message in the old chat naming the new id, and one in the new chat naming the old."""
+        new = {"id": -1_001_000_000_000 - next(self._group_ids), "type": "supergroup", "title": chat.get("title", "")}
+        self.chats[new["id"]] = new
+        self.admins[new["id"]] = dict(self.admins.get(chat["id"], {}))
+        sender = {"id": 1087968824, "is_bot": True, "first_name": "Group", "username": "GroupAnonymousBot"}
+        for where, field_name, value in ((chat, "migrate_to_chat_id", new["id"]), (new, "migrate_from_chat_id", chat["id"])):
+            message = {
+                "message_id": self._next_message_id(where["id"]),
+                "from": sender,
+                "sender_chat": where,
+                "chat": where,
+                "date": int(time.time()),
+                field_name: value,
+            }
+            self.messages[(where["id"], message["message_id"])] = message
+            self.enqueue(message=message)
+        return new
 
     def block(self, person: FakeUser, *, notify: bool = False) -> None:
         """The user blocks the bot: sends to their private chat get 403 from now on."""
@@ -967,6 +994,36 @@ class FakeBotApi:
         if params.get("action") not in CHAT_ACTIONS:
             raise ApiError(400, "Bad Request: wrong parameter action in request")
         return True
+
+    async def _api_getchatmember(self, params: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any]:
+        chat_id, user_id = int(params.get("chat_id") or 0), int(params.get("user_id") or 0)
+        if chat_id not in self.chats:
+            raise ApiError(400, "Bad Request: chat not found")
+        person = self.known_users.get(user_id)
+        if person is None:
+            raise ApiError(400, "Bad Request: user not found")
+        status = self.admins.get(chat_id, {}).get(user_id, "member")
+        member: dict[str, Any] = {"status": status, "user": person.json()}
+        if status == "creator":
+            member["is_anonymous"] = False
+        elif status == "administrator":
+            member.update(
+                {
+                    "can_be_edited": False,
+                    "is_anonymous": False,
+                    "can_manage_chat": True,
+                    "can_delete_messages": True,
+                    "can_manage_video_chats": True,
+                    "can_restrict_members": True,
+                    "can_promote_members": False,
+                    "can_change_info": True,
+                    "can_invite_users": True,
+                    "can_post_stories": False,
+                    "can_edit_stories": False,
+                    "can_delete_stories": False,
+                }
+            )
+        return member
 
     async def _api_answercallbackquery(
         self, params: dict[str, Any], files: dict[str, bytes]

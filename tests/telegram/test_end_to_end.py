@@ -89,6 +89,7 @@ async def test_start_to_graded_answer_with_plot_and_scheduled_review(
         "skip",
         "stats",
         "settings",
+        "decks",
         "undo",
         "forget",
         "help",
