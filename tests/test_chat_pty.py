@@ -37,6 +37,9 @@ class PtySession:
             os.environ.clear()
             os.environ.update(env)
             os.environ["COLUMNS"] = str(columns)
+            # As a shell starts a foreground job: Ctrl-C interrupts. A suite started in the
+            # background by a non-interactive shell has SIGINT ignored, and exec keeps that.
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.execv(argv[0], argv)
         self.raw = ""
         self.seen = 0  # where the next ``expect`` starts looking
