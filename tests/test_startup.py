@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("torch", "matplotlib", "sentence_transformers", "transformers")
 
 
@@ -71,9 +73,25 @@ def _assert_one_readable_line(result: subprocess.CompletedProcess[str], expected
     assert last.startswith("trapbot could not start: ") and expected in last, last
 
 
+@pytest.mark.slow  # the real backoff: five tries over 7.5 s before the one line
 def test_no_network_at_start_is_one_readable_line(tmp_path) -> None:
     result = _serve(tmp_path, f"http://127.0.0.1:{_closed_port()}")
     _assert_one_readable_line(result, "Telegram is unreachable")
+
+
+def test_a_network_failure_at_start_reads_as_one_line_without_secrets() -> None:
+    """The fast half of the test above: the line the operator reads (the process-level path
+    is the rejected-token test's)."""
+    from telegram.error import NetworkError
+
+    from bot.app import describe_startup_failure
+    from bot.config import Settings
+
+    settings = Settings(telegram_bot_token="123456:bogus-token-for-the-test", _env_file=None)
+    error = NetworkError("httpx.ConnectError: All connection attempts failed for 123456:bogus-token-for-the-test\nmore")
+    line = describe_startup_failure("telegram", error, settings)
+    assert line.startswith("Telegram is unreachable (") and "check the network" in line
+    assert "bogus-token" not in line and "\n" not in line
 
 
 def test_a_rejected_token_is_one_readable_line(tmp_path) -> None:
