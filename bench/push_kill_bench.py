@@ -127,18 +127,25 @@ def main() -> None:
     print(f"{args.trials} kills at random moments, {args.send_ms:g} ms sends at 25/s accepted {args.accept_at:.0%} of the way "
           f"through: trials with a learner pushed twice {doubled_trials}, learners pushed twice {doubled_total}, "
           f"learners missed {missed_total}", flush=True)
-    windows.sort()
     if windows:
-        pick = lambda q: windows[min(len(windows) - 1, int(q * len(windows)))] * 1000
-        print(f"duplicate window (platform accepted -> record committed), {len(windows):,} pushes: median {pick(0.5):.1f} ms, "
-              f"p90 {pick(0.9):.1f} ms, p99 {pick(0.99):.1f} ms, max {windows[-1] * 1000:.1f} ms; at 25/s that is "
-              f"{pick(0.5) * 25 / 1000:.0%} of the time between two sends", flush=True)
-    forget_windows.sort()
+        median = _percentiles(windows)[0]
+        print(f"duplicate window (platform accepted -> record committed), {_spread(windows)}; at 25/s that is "
+              f"{median * 25 / 1000:.0%} of the time between two sends", flush=True)
     if forget_windows:
-        at = lambda q: forget_windows[min(len(forget_windows) - 1, int(q * len(forget_windows)))] * 1000
         print(f"from the last check of the claim to the platform accepting (a /forget in between still gets the push), "
-              f"{len(forget_windows):,} pushes: median {at(0.5):.1f} ms, p90 {at(0.9):.1f} ms, p99 {at(0.99):.1f} ms, "
-              f"max {forget_windows[-1] * 1000:.1f} ms", flush=True)
+              f"{_spread(forget_windows)}", flush=True)
+
+
+def _percentiles(seconds: list[float]) -> tuple[float, float, float, float]:
+    """Median, p90, p99 and max of ``seconds``, in milliseconds."""
+    ordered = sorted(seconds)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+    return pick(0.5), pick(0.9), pick(0.99), ordered[-1] * 1000
+
+
+def _spread(seconds: list[float]) -> str:
+    median, p90, p99, worst = _percentiles(seconds)
+    return f"{len(seconds):,} pushes: median {median:.1f} ms, p90 {p90:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms"
 
 
 if __name__ == "__main__":

@@ -175,24 +175,9 @@ def _pg_schema_of_its_own():
         _drop_pg_schema(PG_URL, schema)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path):
-    """An empty database migrated to head: a SQLite file, and PostgreSQL when configured."""
-    if request.param == "sqlite":
-        yield _sqlite_copy(request, tmp_path)
-        return
-    if not PG_URL:
-        pytest.skip("TEST_DATABASE_URL is not set, so the PostgreSQL variant does not run")
-    emptied = request.getfixturevalue("_pg_worker_db")
-    if emptied is None:
-        yield from _pg_schema_of_its_own()
-        return
-    yield emptied()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def fresh_db_url(request: pytest.FixtureRequest, tmp_path: Path):
-    """Like ``db_url``, but a database of this test's own: for tests that change the schema."""
+def _database(request: pytest.FixtureRequest, tmp_path: Path, *, own: bool):
+    """The SQLite copy, or the PostgreSQL database: the worker's emptied one, or (``own``) a
+    copy of the template for this test alone."""
     if request.param == "sqlite":
         yield _sqlite_copy(request, tmp_path)
         return
@@ -201,13 +186,27 @@ def fresh_db_url(request: pytest.FixtureRequest, tmp_path: Path):
     template = request.getfixturevalue("_pg_template")
     if template is None:
         yield from _pg_schema_of_its_own()
-        return
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    _create_database(PG_URL, name, template=template)
-    try:
-        yield _database_url(PG_URL, name)
-    finally:
-        _drop_database(PG_URL, name)
+    elif not own:
+        yield request.getfixturevalue("_pg_worker_db")()
+    else:
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        _create_database(PG_URL, name, template=template)
+        try:
+            yield _database_url(PG_URL, name)
+        finally:
+            _drop_database(PG_URL, name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path):
+    """An empty database migrated to head: a SQLite file, and PostgreSQL when configured."""
+    yield from _database(request, tmp_path, own=False)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def fresh_db_url(request: pytest.FixtureRequest, tmp_path: Path):
+    """Like ``db_url``, but a database of this test's own: for tests that change the schema."""
+    yield from _database(request, tmp_path, own=True)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from telegram.ext import AIORateLimiter
 from bot.models import Learner
 from bot.replies import Reply
 from bot.transport import PushOutcome
+from tests.telegram.flows import graded_trap
 
 PNG_1x1 = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -144,29 +145,17 @@ async def test_a_late_plot_follows_the_verdict_without_blocking(
     bot = await make_bot(sims=plots, plot_wait_seconds=0.2)
     api = bot.api
     ada = api.user("Ada")
-    mark = api.mark()
-    api.send_command(ada, "trap")
-    await api.wait_for("sendMessage", since=mark, chat_id=ada.id)
-    mark = api.mark()
-    api.send_text(ada, "a proxy, not the goal")
-    confirm = await api.wait_for(
-        "sendMessage", since=mark, chat_id=ada.id, where=lambda c: "Check my reading" in c.text
-    )
-    mark = api.mark()
-    api.press(ada, confirm.result, next(d for _, d in confirm.buttons() if d.startswith("t1:ok:")))
-    verdict = await api.wait_for(
-        "sendMessage", since=mark, chat_id=ada.id, where=lambda c: "Grade" in c.text
-    )
+    verdict = await graded_trap(api, ada, "a proxy, not the goal")
 
     # The plot is not ready; the learner goes on and is served meanwhile.
     api.send_command(ada, "help")
     helped = await api.wait_for(
         "sendMessage", since=verdict.index, chat_id=ada.id, where=lambda c: "Commands" in c.text
     )
-    assert api.calls_since(mark, "sendPhoto") == []
+    assert api.calls_since(verdict.index, "sendPhoto") == []  # none since the verdict
 
     plots.ready.set()
-    photo = await api.wait_for("sendPhoto", since=mark, chat_id=ada.id)
+    photo = await api.wait_for("sendPhoto", since=verdict.index, chat_id=ada.id)
     assert photo.index > helped.index
     assert api.photo_bytes(photo) == PNG_1x1
 

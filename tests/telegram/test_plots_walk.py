@@ -11,6 +11,7 @@ import pytest
 
 from bot.telegram.handlers import find_card_id
 from cards.deck import default_deck
+from tests.telegram.flows import graded_trap
 
 PNG_1x1 = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -76,17 +77,7 @@ async def test_a_plot_that_cannot_be_made_is_said(make_bot: Any, tmp_path: Path)
     bot = await make_bot(sims=Failing(), plot_wait_seconds=0.05)
     api = bot.api
     ada = api.user("Ada")
-    mark = api.mark()
-    api.send_command(ada, "trap")
-    await api.wait_for("sendMessage", since=mark, chat_id=ada.id)
-    mark = api.mark()
-    api.send_text(ada, "a proxy, not the goal")
-    confirm = await api.wait_for(
-        "sendMessage", since=mark, chat_id=ada.id, where=lambda c: "Check my reading" in c.text
-    )
-    mark = api.mark()
-    api.press(ada, confirm.result, next(d for _, d in confirm.buttons() if d.startswith("t1:ok:")))
-    verdict = await api.wait_for("sendMessage", since=mark, chat_id=ada.id, where=lambda c: "Grade" in c.text)
+    verdict = await graded_trap(api, ada, "a proxy, not the goal")
     said = await api.wait_for(
         "sendMessage", since=verdict.index, chat_id=ada.id, where=lambda c: "plot" in c.text
     )
