@@ -229,7 +229,7 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
             minutes = max(1, -(-int(back.total_seconds()) // 60))
             text = (
                 f"**Nothing else due right now.** `{first.card_id}` comes back in {minutes} minute{'s' if minutes != 1 else ''}: "
-                "a missed trap returns after a pause, so the answer comes from memory rather than from the explanation you just read."
+                "a trap graded below 4/5 returns after a pause, so the answer comes from memory rather than from the explanation you just read."
             )
             rows.append((Button("Repeat it now", Action(Verb.NEXT, arg="repeat").encode()),))
         else:
