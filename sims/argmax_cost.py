@@ -398,7 +398,7 @@ def plot(result: Result) -> bytes:
     d, iterations = series["action_dim"], series["cem_iterations"]
     fig, axes = phone_rows(
         [["dims", "dims"], ["costs", "quality"]],
-        row_heights=[4.1, 4.0],
+        row_heights=[4.4, 4.0],
         title=f"At d = {d}: grid search is hopeless, CEM is fast but approximate, "
         "an actor is fast and near-best",
     )

@@ -178,7 +178,11 @@ def phone_rows(
     its legend in one column. Returns ``(fig, {name: axes})``.
     """
     fig = _phone_canvas(sum(row_heights), title)
-    axes = fig.subplot_mosaic(rows, height_ratios=row_heights)
+    # Each row is a nested grid of its own: its margins (say, long tick labels on a half panel)
+    # do not shift the panels of other rows, and its height ratio covers its titles, labels
+    # and legends too, so ``row_heights`` are whole rows.
+    nested = [[[row]] for row in rows]
+    axes = fig.subplot_mosaic(nested, height_ratios=row_heights)
     for ax in axes.values():
         ax.tick_params(labelsize=MIN_FONT_PT)
     return fig, axes

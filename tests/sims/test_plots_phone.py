@@ -23,9 +23,6 @@ NOT_YET_PHONE: frozenset[str] = frozenset()
 MAX_SERIES_PER_PANEL = 4
 #: A chat preview shrinks a plot taller than this many times its width (issue 39).
 MAX_HEIGHT_OVER_WIDTH = 1.4
-#: Three-panel plots still taller than that (height / width measured on the default config);
-#: each needs a panel merged or dropped, which is left for a later change.
-TOO_TALL_YET = {"ppo_rlhf_bugs": 1.59}
 MIN_TITLE_WORDS = 5
 
 
@@ -115,13 +112,7 @@ def test_plot_reads_on_a_phone(sim_id, rendered):
     png, fig = rendered(sim_id)
     width, height = png_size(png)
     assert width == PHONE_WIDTH_PX, f"{width} px wide"
-    assert height <= 3 * width, f"{height} px tall: too long to scroll on a phone"
-    if sim_id in TOO_TALL_YET:
-        assert height <= (TOO_TALL_YET[sim_id] + 0.01) * width, (
-            f"{height} px tall: taller than before"
-        )
-    else:
-        assert height <= MAX_HEIGHT_OVER_WIDTH * width, f"{height} px tall for {width} wide"
+    assert height <= MAX_HEIGHT_OVER_WIDTH * width, f"{height} px tall for {width} wide"
 
     small = sorted(
         {
