@@ -60,7 +60,7 @@ CAPTION = (
     "Top: trained through Gumbel-softmax at tau = 1, the policy's real (discrete) samples earn "
     "less than REINFORCE's (by >= 0.42 on seeds 0-19; REINFORCE usually reaches the best "
     "response, but not always). Bottom: meanwhile the reward model scores the soft token blends "
-    "far higher than those samples (by >= 1.15)."
+    "far higher than those samples (by >= 1.14)."
 )
 
 
