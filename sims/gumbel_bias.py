@@ -37,7 +37,7 @@ Plot (stacked for a phone): top, the real reward (hard samples) during training 
 and Gumbel-softmax at two temperatures, against the best real response; bottom, for Gumbel at
 tau = 1, the score of the soft inputs it optimises next to the real reward of its samples.
 
-Robustness: the asserted claims hold on seeds 0-9 of the default config (slow test).
+Robustness: the asserted claims hold on seeds 0-19 of the default config (slow test).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """gumbel_bias: optimised through Gumbel-softmax, the policy buys soft inputs and its real
 samples earn less than REINFORCE's, which reaches the best real response.
 
-Claims asserted on the default config the learner sees: two seeds fast, seeds 0-9 slow.
+Claims asserted on the default config the learner sees: two seeds fast, seeds 0-19 slow.
 """
 
 import pytest
