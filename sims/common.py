@@ -173,9 +173,9 @@ def phone_rows(
 
     ``rows`` names the panels as ``Figure.subplot_mosaic`` does: ``[["curve", "curve"],
     ["left", "right"]]`` is one full-width panel above two half-width ones. ``row_heights`` are
-    in inches, each including its panels' titles, labels and legends. A half-width panel is
-    about 3.6 in wide: its title must fit on about 28 characters a line (wrap it by hand) and
-    its legend in one column. Returns ``(fig, {name: axes})``.
+    in inches, each including its panels' titles, labels and legends. A half-width panel's
+    plotting area is about 2.9 in wide (a full one 7 in): its title fits about 24 characters a
+    line (wrap it by hand) and its legend one column. Returns ``(fig, {name: axes})``.
     """
     fig = _phone_canvas(sum(row_heights), title)
     # Each row is a nested grid of its own: its margins (say, long tick labels on a half panel)
