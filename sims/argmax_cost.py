@@ -28,7 +28,7 @@ best achievable gain over a uniformly random action: (Q(a) - E_unif Q) / (Q(a*) 
 Timings vary from run to run and machine to machine (the tests assert only loose, one-sided
 bounds); evaluation counts and action qualities are exact for the seed.
 
-Robustness: the asserted claims hold on seeds 0-9 of the default config (slow test).
+Robustness: the asserted claims hold on seeds 0-19 of the default config (slow test).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from sims.common import (
     Adam,
     Result,
     legend_below,
-    phone_figure,
+    phone_rows,
     save_png,
     seeded,
     style_panel,
@@ -53,9 +53,10 @@ from sims.common import (
 
 TITLE = "Argmax over 14 action dimensions: grid, CEM and an actor against a 5 ms budget"
 CAPTION = (
-    "Top: grid search passes the 5 ms budget by d = 8-9; CEM on a small state critic and an actor "
-    "stay below it. Middle: CEM's real costs at d = 14: a vision critic, and a batch of Bellman "
-    "targets. Bottom: CEM reaches 86-89% of the best Q gain, the actor 99%."
+    "Top: grid search passes the 5 ms budget by d = 9 (asserted: by d = 10); CEM on a small state "
+    "critic and an actor stay below it. Bottom left: CEM's real costs at d = 14, an image critic "
+    "and one batch of 256 Bellman targets, both over the budget. Bottom right: CEM reaches 87-89% "
+    "of the best Q gain on seeds 0-19 (asserted: under 95%), the actor 99% (asserted: over 97%)."
 )
 BUDGET_S = 0.005
 """The control loop's latency budget per action (5 ms)."""
@@ -87,7 +88,7 @@ class Config:
     """Side of the vision critic's input image."""
     channels: int = 16
     """Channels of the vision critic's convolutions."""
-    actor_steps: int = 200
+    actor_steps: int = 100
     """Adam steps training the actor on Q(s, mu(s))."""
     eval_states: int = 64
     """Held-out states on which action quality is measured."""
@@ -95,7 +96,7 @@ class Config:
     """Gradient-ascent restarts per state for the reference optimum."""
     optimum_steps: int = 100
     """Adam steps per restart for the reference optimum."""
-    repeats: int = 3
+    repeats: int = 2
     """Timings keep the fastest of this many runs (least disturbed by other processes)."""
     seed: int = 0
     """Seed for the networks, states and samples."""
@@ -131,7 +132,8 @@ class StateCritic:
         """states [..., S], actions [..., d] (broadcast) -> Q [...]."""
         import torch
 
-        lead = torch.broadcast_shapes(states.shape[:-1], actions.shape[:-1])
+        # numpy's broadcast_shapes: torch's first call imports sympy (0.3 s of a cold run).
+        lead = np.broadcast_shapes(states.shape[:-1], actions.shape[:-1])
         states = states.expand(*lead, states.shape[-1])
         actions = actions.expand(*lead, actions.shape[-1])
         bump = self.net(torch.cat([states, actions], -1)).squeeze(-1)
@@ -389,15 +391,18 @@ def human_duration(seconds: float) -> str:
 
 
 def plot(result: Result) -> bytes:
-    """Time vs dimension with the budget; CEM's costs at d = 14; action quality at d = 14."""
+    """Time vs dimension with the budget above; CEM's costs and action quality at d = 14 below."""
+    from matplotlib.ticker import NullLocator
+
     series, metrics = result.series, result.metrics
     d, iterations = series["action_dim"], series["cem_iterations"]
-    fig, (ax_dims, ax_costs, ax_quality) = phone_figure(
-        3,
-        height_per_panel=3.0,
+    fig, axes = phone_rows(
+        [["dims", "dims"], ["costs", "quality"]],
+        row_heights=[4.4, 4.0],
         title=f"At d = {d}: grid search is hopeless, CEM is fast but approximate, "
         "an actor is fast and near-best",
     )
+    ax_dims, ax_costs, ax_quality = axes["dims"], axes["costs"], axes["quality"]
     dims = np.array(series["dims"])
     measured = len(series["grid_measured_dims"])
     ax_dims.semilogy(
@@ -423,36 +428,37 @@ def plot(result: Result) -> bytes:
         label="actor mu(s)",
     )
     ax_dims.axhline(BUDGET_S * 1e3, color="black", ls=":", lw=2, label="5 ms budget")
+    ax_dims.yaxis.set_minor_locator(NullLocator())  # six decades: minor ticks are clutter
     style_panel(ax_dims, "CPU time per greedy action, state critic", "action dimensions d", "ms")
     legend_below(ax_dims, ncol=2)
 
-    names = [
-        ("actor mu(s)", metrics["seconds_actor"]),
-        ("CEM, state critic", metrics["seconds_cem_state"]),
-        ("CEM, vision critic", metrics["seconds_cem_vision"]),
-        (f"CEM, {series['bellman_batch']} targets", metrics["seconds_cem_bellman_batch"]),
+    # Half-width panels: short labels, the unit and d in the title.
+    costs = [
+        ("actor", metrics["seconds_actor"]),
+        ("CEM", metrics["seconds_cem_state"]),
+        ("CEM,\nimage", metrics["seconds_cem_vision"]),
+        (f"CEM, {series['bellman_batch']}\ntargets", metrics["seconds_cem_bellman_batch"]),
     ]
-    positions = np.arange(len(names))[::-1]
-    ax_costs.barh(positions, [value * 1e3 for _, value in names], color=PALETTE[0])
-    ax_costs.set_yticks(positions, [name for name, _ in names])
+    positions = np.arange(len(costs))[::-1]
+    ax_costs.barh(positions, [value * 1e3 for _, value in costs], color=PALETTE[0])
+    ax_costs.set_yticks(positions, [name for name, _ in costs])
     ax_costs.axvline(BUDGET_S * 1e3, color="black", ls=":", lw=2)  # the same dotted budget as above
     ax_costs.set_xscale("log")
-    style_panel(ax_costs, f"At d = {d}: one action, or one training step", "CPU ms (log)")
+    ax_costs.xaxis.set_minor_locator(NullLocator())
+    style_panel(ax_costs, f"CPU ms at d = {d}\n(log; dots: 5 ms)")
 
     labels = [
-        (f"random, {series['budget_samples']} samples", "quality_random"),
-        *(
-            (f"CEM, {i} iteration{'s' if i > 1 else ''}", f"quality_cem{i}")
-            for i in range(1, iterations + 1)
-        ),
-        ("trained actor", "quality_actor"),
+        (f"{series['budget_samples']} random", "quality_random"),
+        *((f"CEM, {i} it.", f"quality_cem{i}") for i in range(1, iterations + 1)),
+        ("actor", "quality_actor"),
     ]
     positions = np.arange(len(labels))[::-1]
     values = [100 * metrics[key] for _, key in labels]
     ax_quality.barh(positions, values, color=PALETTE[2])
     for position, value in zip(positions, values):
-        ax_quality.text(value + 1, position, f"{value:.0f}%", va="center", fontsize=16)
+        ax_quality.text(value + 2, position, f"{value:.0f}", va="center", fontsize=16)
     ax_quality.set_yticks(positions, [label for label, _ in labels])
-    ax_quality.set_xlim(0, 118)
-    style_panel(ax_quality, f"Action quality at d = {d}", "% of the best Q gain")
+    ax_quality.set_xlim(0, 135)
+    ax_quality.set_xticks([0, 50, 100])
+    style_panel(ax_quality, f"% of the best Q gain\nat d = {d}")
     return save_png(fig)

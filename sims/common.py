@@ -16,6 +16,9 @@ phone halves it. A plot reads::
     ...
     return save_png(fig)
 
+``phone_rows`` lays panels out in rows instead, two side by side where a row needs less width
+(keeps a three-panel plot within 1.4 times its width, issue 39).
+
 ``save_png`` puts each ``legend_below`` legend under its panel's axis labels, grows the figure
 when a panel came out too flat, and writes exactly ``PHONE_WIDTH_PX`` pixels wide. Keep at most
 four series per panel (tests/sims/test_plots_phone.py checks width, fonts, series and title).
@@ -155,23 +158,51 @@ def phone_figure(
     later by the plot code (titles, labels, legends, annotations) takes its size from there.
     Only simulation plots draw with matplotlib in this program, so that is all it affects.
     """
+    fig = _phone_canvas(nrows * height_per_panel, title)
+    axes = fig.subplots(nrows, 1, squeeze=False, sharex=sharex)[:, 0].tolist()
+    for ax in axes:
+        # Set on the axis itself, not only in rcParams: ticks are created lazily at draw time.
+        ax.tick_params(labelsize=MIN_FONT_PT)
+    return fig, axes
+
+
+def phone_rows(
+    rows: list[list[str]], row_heights: list[float], title: str | None = None
+) -> tuple[Figure, dict[str, Axes]]:
+    """Like ``phone_figure``, but a row may hold two panels side by side.
+
+    ``rows`` names the panels as ``Figure.subplot_mosaic`` does: ``[["curve", "curve"],
+    ["left", "right"]]`` is one full-width panel above two half-width ones. ``row_heights`` are
+    in inches, each including its panels' titles, labels and legends. A half-width panel's
+    plotting area is about 2.9 in wide (a full one 7 in): its title fits about 24 characters a
+    line (wrap it by hand) and its legend one column. Returns ``(fig, {name: axes})``.
+    """
+    fig = _phone_canvas(sum(row_heights), title)
+    # Each row is a nested grid of its own: its margins (say, long tick labels on a half panel)
+    # do not shift the panels of other rows, and its height ratio covers its titles, labels
+    # and legends too, so ``row_heights`` are whole rows.
+    nested = [[[row]] for row in rows]
+    axes = fig.subplot_mosaic(nested, height_ratios=row_heights)
+    for ax in axes.values():
+        ax.tick_params(labelsize=MIN_FONT_PT)
+    return fig, axes
+
+
+def _phone_canvas(panels_height: float, title: str | None) -> Figure:
+    """An empty 800 px wide Figure in the phone style, ``panels_height`` inches plus the title."""
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     matplotlib.rcParams.update(PHONE_RC)
     title_lines = 0 if not title else wrap(title, TITLE_WRAP_CHARS).count("\n") + 1
-    height = nrows * height_per_panel + 0.4 * title_lines + 0.2
+    height = panels_height + 0.4 * title_lines + 0.2
     fig = Figure(figsize=(PHONE_WIDTH_PX / PLOT_DPI, height), dpi=PLOT_DPI, layout="constrained")
     FigureCanvasAgg(fig)
-    fig.get_layout_engine().set(h_pad=0.08, w_pad=0.08, hspace=0.06)
-    axes = fig.subplots(nrows, 1, squeeze=False, sharex=sharex)[:, 0].tolist()
-    for ax in axes:
-        # Set on the axis itself, not only in rcParams: ticks are created lazily at draw time.
-        ax.tick_params(labelsize=MIN_FONT_PT)
+    fig.get_layout_engine().set(h_pad=0.08, w_pad=0.08, hspace=0.06, wspace=0.04)
     if title:
         set_takeaway(fig, title)
-    return fig, axes
+    return fig
 
 
 def set_takeaway(fig: Figure, text: str) -> None:

@@ -48,7 +48,7 @@ from sims.common import (
     Adam,
     Result,
     legend_below,
-    phone_figure,
+    phone_rows,
     save_png,
     seeded,
     style_panel,
@@ -56,21 +56,24 @@ from sims.common import (
 
 TITLE = "Offline actor-critic: Q overestimation vs CQL"
 CAPTION = (
-    "Top: offline SAC's Q estimate (solid red) climbs far above the true return of its policy "
-    "(dashed), while CQL's stays at or below its own. Middle: the critics across actions; grey is "
-    "the data. Bottom: where CQL's log-sum-exp penalty pushes Q down (softmax(Q)) against a hard "
-    "max's single action."
+    "Top: offline SAC's Q estimate (solid red) ends 8-13 above the true return of its policy "
+    "(dashed) on seeds 0-19 (asserted: over 5), while CQL's ends 0.6-1.2 below its own (asserted: "
+    "under +0.5). Bottom left: the critics across actions at one road; grey is the data. Bottom "
+    "right: where CQL's log-sum-exp penalty pushes Q down (softmax(Q)) against a hard max's "
+    "single action: 85-90% of the push lands more than 0.1 from the argmax (asserted: over half)."
 )
 CAPTIONS = {
     "rl-12": (
-        "Top: offline SAC's Q estimate (solid red) climbs far above the true return of its policy "
-        "(dashed): it trusts its critic on actions the data never tried, and the policy drives "
-        "into them. Middle: the critics across actions at one road; grey marks the data."
+        "Top: offline SAC's Q estimate (solid red) ends 8-13 above the true return of its policy "
+        "(dashed) on seeds 0-19 (asserted: over 5): it trusts its critic on actions the data never "
+        "tried, and the policy drives into them. Bottom left: the critics across actions at one "
+        "road; grey marks the data."
     ),
     "rl-10": (
-        "Bottom: on the over-valued SAC critic, CQL's log-sum-exp penalty pushes each action's Q "
-        "down in proportion to softmax(Q), its closed-form mu*: most of the push (on seeds 0-19) "
-        "lands away from the single action a hard max, or a max-hunter, would push."
+        "Bottom right: on the over-valued SAC critic, CQL's log-sum-exp penalty pushes each "
+        "action's Q down in proportion to softmax(Q), its closed-form mu*: 85-90% of the push "
+        "(seeds 0-19; asserted: over half) lands more than 0.1 from the single action a hard max, "
+        "or a max-hunter, would push."
     ),
 }
 
@@ -88,7 +91,7 @@ class Config:
     """Standard deviation of the behaviour policy's actions around 0."""
     hidden: int = 32
     """Hidden width of critics and actors (two hidden layers)."""
-    steps: int = 200
+    steps: int = 150
     """Gradient steps (critic and actor each step)."""
     batch: int = 64
     """Transitions per step."""
@@ -436,13 +439,17 @@ def run(config: Config = Config()) -> Result:
 
 
 def plot(result: Result) -> bytes:
-    """Q vs true return over training; critics across actions; the two penalty estimators."""
+    """Q vs true return over training above; below, the critics across actions beside where
+    each penalty pushes Q down."""
+    from matplotlib.lines import Line2D
+
     series = result.series
-    fig, (ax_train, ax_probe, ax_penalty) = phone_figure(
-        3,
-        height_per_panel=2.9,
+    fig, axes = phone_rows(
+        [["train", "train"], ["probe", "penalty"]],
+        row_heights=[4.2, 4.5],
         title="Offline SAC's Q runs away on unseen actions; CQL's soft-max penalty holds it down",
     )
+    ax_train, ax_probe, ax_penalty = axes["train"], axes["probe"], axes["penalty"]
     steps = series["step"]
     ax_train.plot(steps, series["q_sac"], color=PALETTE[1], label="SAC: Q estimate")
     ax_train.plot(steps, series["return_sac"], "--", color=PALETTE[1], label="SAC: true return")
@@ -452,39 +459,30 @@ def plot(result: Result) -> bytes:
     style_panel(ax_train, "rl-12: Q(s, pi(s)) vs the true return", "gradient step", "return")
     legend_below(ax_train, ncol=2)
 
+    # Half-width panels: titles wrapped by hand; the same colours as above (red SAC, blue CQL).
     low, high = series["data_action_range"]
     ax_probe.axvspan(low, high, color="grey", alpha=0.25)
     grid = series["action_grid"]
-    ax_probe.plot(grid, series["q_probe_sac"], color=PALETTE[1], label="SAC critic")
-    ax_probe.plot(
-        grid, series["q_probe_true_sac"], "--", color=PALETTE[1], label="true Q, SAC's policy"
-    )
-    ax_probe.plot(grid, series["q_probe_cql"], color=PALETTE[0], label="CQL critic")
-    ax_probe.plot(
-        grid, series["q_probe_true_cql"], "--", color=PALETTE[0], label="true Q, CQL's policy"
-    )
+    ax_probe.plot(grid, series["q_probe_sac"], color=PALETTE[1])
+    ax_probe.plot(grid, series["q_probe_true_sac"], "--", color=PALETTE[1])
+    ax_probe.plot(grid, series["q_probe_cql"], color=PALETTE[0])
+    ax_probe.plot(grid, series["q_probe_true_cql"], "--", color=PALETTE[0])
     style_panel(
         ax_probe,
-        f"Critics at road s = {series['probe_state']:g}; grey = data",
+        f"Q(s = {series['probe_state']:g}, a): red SAC,\nblue CQL; grey = data",
         "action a",
-        "Q(s, a)",
     )
-    legend_below(ax_probe, ncol=2)
+    legend_below(
+        ax_probe,
+        handles=[Line2D([], [], color="black"), Line2D([], [], color="black", ls="--")],
+        labels=["critic", "true Q"],
+    )
 
     ax_penalty.axvspan(low, high, color="grey", alpha=0.25)
-    ax_penalty.plot(grid, series["push_density"], color=PALETTE[0], label="log-sum-exp: softmax(Q)")
+    ax_penalty.plot(grid, series["push_density"], color=PALETTE[0], label="softmax(Q)")
     ax_penalty.axvline(
-        series["push_argmax_action"],
-        color=PALETTE[1],
-        ls="--",
-        lw=2.4,
-        label="hard max: one action",
+        series["push_argmax_action"], color=PALETTE[1], ls="--", lw=2.4, label="hard max"
     )
-    style_panel(
-        ax_penalty,
-        "rl-10: where each penalty pushes Q down",
-        "action a",
-        "push-down density",
-    )
-    legend_below(ax_penalty, ncol=2)
+    style_panel(ax_penalty, "rl-10: where SAC's Q\nis pushed down", "action a", "density")
+    legend_below(ax_penalty)
     return save_png(fig)

@@ -38,14 +38,15 @@ show it too); the other four checks each point at one bug. What is not modelled:
 episodes make GAE trivial (pg_baseline covers the baseline), and the step-size bugs (learning
 rate, clip range, epochs) are left out to keep one check per bug.
 
-Plot (stacked for a phone): top, the diagnosis chart, variants by checks, a cell red when the
-check fails; middle, the zero-reward sanity run (KL must stay near 0); bottom, length growth.
+Plot (for a phone): top, the diagnosis chart, variants by checks, a cell red when the check
+fails; below it, side by side with one legend, the zero-reward sanity run (KL must stay near 0)
+and length growth.
 
 The gold reward is not a diagnostic here: within 100 iterations the over-optimising bugs still
 raise the gold reward too (the policy finds quality as well as length), so it is reported in the
 metrics but not plotted; the checks are what tell the bugs apart.
 
-Robustness: the asserted claims hold on seeds 0-9 of the default config (slow test).
+Robustness: the asserted claims hold on seeds 0-19 of the default config (slow test).
 """
 
 from __future__ import annotations
@@ -56,8 +57,7 @@ from sims.common import (
     PALETTE,
     Adam,
     Result,
-    legend_below,
-    phone_figure,
+    phone_rows,
     save_png,
     seeded,
     style_panel,
@@ -67,8 +67,10 @@ from sims.reward_overoptimization import fit_bradley_terry
 TITLE = "PPO-RLHF bugs: the check that finds each one"
 CAPTION = (
     "Top: one row per bug, one column per check; red fails (ratio not 1 on the first minibatch, "
-    "KL not 0 at step 0, KL growing with reward 0, reward std not 1, length growth). Middle: with "
-    "reward 0 the fixed loop's KL stays near 0. Bottom: over-optimising bugs pad their answers."
+    "KL not 0 at step 0, KL growing with reward 0, reward std not 1, length growth). On seeds "
+    "0-19 every red cell is at least 1.38 times its check's threshold and every other cell at most "
+    "0.75 times it (closest: length growth 2.76 and 1.49 against 2). Bottom left: with reward 0 "
+    "the fixed loop's KL stays near 0. Bottom right: over-optimising bugs pad their answers."
 )
 
 #: Variant name -> (label, settings that differ from the fixed loop).
@@ -314,11 +316,12 @@ def plot(result: Result) -> bytes:
 
     metrics, series = result.metrics, result.series
     names, labels, checks = series["variants"], series["labels"], series["checks"]
-    fig, (chart, zero_run, lengths) = phone_figure(
-        3,
-        height_per_panel=3.9,
+    fig, axes = phone_rows(
+        [["chart", "chart"], ["zero_run", "lengths"]],
+        row_heights=[3.9, 4.4],
         title="Each PPO-RLHF bug fails its own check; the fixed loop passes them all",
     )
+    chart, zero_run, lengths = axes["chart"], axes["zero_run"], axes["lengths"]
     fails = np.array([[check in failing(metrics, name) for check in checks] for name in names])
     chart.imshow(fails, cmap=ListedColormap(["#e3f2e3", "#f4a6a6"]), vmin=0, vmax=1, aspect="auto")
     for row, name in enumerate(names):
@@ -340,30 +343,26 @@ def plot(result: Result) -> bytes:
     chart.grid(False)
     chart.set_xlabel("red = the check fails")
 
-    shown = {"fixed": PALETTE[2], "wrong_reference": PALETTE[4], "kl_sign_flipped": PALETTE[1]}
-    for name, colour in shown.items():
-        if name in names:
-            index = names.index(name)
-            zero_run.plot(series["kl_zero_reward"][index], color=colour, label=labels[index])
-    style_panel(zero_run, "Sanity run with reward 0: KL must stay near 0", "PPO iteration", "KL")
-    legend_below(zero_run, ncol=2)
-
-    shown = {
+    # The two runs below share one legend: a variant keeps its colour in both.
+    colours = {
         "fixed": PALETTE[2],
-        "raw_reward_scale": PALETTE[3],
+        "wrong_reference": PALETTE[4],
         "kl_sign_flipped": PALETTE[1],
+        "raw_reward_scale": PALETTE[3],
         "no_kl": PALETTE[0],
     }
-    for name, colour in shown.items():
-        if name in names:
-            index = names.index(name)
-            lengths.plot(series["length"][index], color=colour, label=labels[index])
+    handles = {}
+    for ax, key, shown in (
+        (zero_run, "kl_zero_reward", ("fixed", "wrong_reference", "kl_sign_flipped")),
+        (lengths, "length", ("fixed", "raw_reward_scale", "kl_sign_flipped", "no_kl")),
+    ):
+        for name in shown:
+            if name in names:
+                index = names.index(name)
+                (handles[labels[index]],) = ax.plot(series[key][index], color=colours[name])
     lengths.axhline(CHECKS["length_growth"][1], color="black", lw=1.5, ls=":")
-    style_panel(
-        lengths,
-        "Length growth (the reward model likes length)",
-        "PPO iteration",
-        "+100s of tokens",
-    )
-    legend_below(lengths, ncol=2)
+    # Half-width panels: titles wrapped by hand.
+    style_panel(zero_run, "Reward 0: KL must\nstay near 0", "PPO iteration", "KL")
+    style_panel(lengths, "Length growth (the\nRM likes length)", "PPO iteration", "+100 tokens")
+    fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=2, frameon=False)
     return save_png(fig)

@@ -25,7 +25,7 @@ Plot (stacked for a phone): top, with beta = 0, the proxy (dashed) and gold (sol
 over pi_ref against the optimisation step; bottom, the gold gain against KL for each beta, a dot
 where each run ends.
 
-Robustness: every claim the test asserts holds on seeds 0-9 of the default config (checked by
+Robustness: every claim the test asserts holds on seeds 0-19 of the default config (checked by
 the slow test; the fast test runs two seeds).
 """
 

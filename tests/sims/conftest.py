@@ -4,7 +4,7 @@ Nothing here replaces trapbot code. The cache, service and CLI tests run real si
 two chosen below are the cheapest of the registry (trajectory_stitching is numpy-only and runs
 in about 0.1 s of CPU before plotting; the torch sims take 0.3 to 1.5 s of CPU warm).
 
-Tests marked ``slow`` prove a claim on all ten seeds 0-9 of a sim's default config; the root
+Tests marked ``slow`` prove a claim on all twenty seeds 0-19 of a sim's default config; the root
 conftest skips them unless RUN_SLOW=1 (``make test-slow``); the fast tests run two seeds.
 """
 

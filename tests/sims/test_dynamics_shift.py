@@ -25,8 +25,8 @@ def test_claims_hold_at_seed_0():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(10))
-def test_claims_hold_on_ten_seeds(seed):
+@pytest.mark.parametrize("seed", range(20))
+def test_claims_hold_on_seeds_0_to_19(seed):
     check_claims(sim.run(sim.Config(seed=seed)).metrics)
 
 

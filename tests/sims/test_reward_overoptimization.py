@@ -1,7 +1,7 @@
 """reward_overoptimization: proxy up, gold peaks then falls with beta=0; beta>0 holds the gold.
 
 Every claim is asserted on the default config the learner sees: two seeds in the fast run, all
-ten (0-9) in the slow test.
+twenty (0-19) in the slow test.
 """
 
 import pytest
@@ -31,8 +31,8 @@ def test_claims_on_the_default_config(seed):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(10))
-def test_claims_on_seeds_0_to_9(seed):
+@pytest.mark.parametrize("seed", range(20))
+def test_claims_on_seeds_0_to_19(seed):
     metrics = sim.run(sim.Config(seed=seed)).metrics
     assert_claims(metrics)
 
