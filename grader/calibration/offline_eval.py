@@ -363,12 +363,28 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m grader.calibration.offline_eval", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("command", choices=sorted(COMMANDS))
+    parser.add_argument("command", choices=sorted([*COMMANDS, "unseen"]))
     parser.add_argument(
-        "file", nargs="?", help="flags, sure: the sets to read (a.jsonl,b.jsonl,...)"
+        "file", nargs="?", help="flags, sure, unseen: the sets to read (a.jsonl,b.jsonl,...)"
     )
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--folds", type=int, default=5, help="unseen: folds of cards (26: leave one card out)"
+    )
+    parser.add_argument(
+        "--cut-folds",
+        type=int,
+        default=5,
+        help="unseen: folds of the other cards the cut-points are chosen by (0: one card each)",
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
+    if args.command == "unseen":
+        from grader.calibration.unseen import UNSEEN_SETS, print_table, unseen
+
+        sets = args.file.split(",") if args.file else UNSEEN_SETS
+        figures = unseen(args.folds, args.cut_folds or None, sets)
+        print(json.dumps(figures) if args.json else print_table(figures))
+        return 0
     from grader.offline import OfflineJudge
 
     deck = default_deck()
