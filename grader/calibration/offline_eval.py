@@ -377,12 +377,19 @@ def main(argv: Iterable[str] | None = None) -> int:
         default=5,
         help="unseen: folds of the other cards the cut-points are chosen by (0: one card each)",
     )
+    parser.add_argument(
+        "--without-exemplars",
+        action="store_true",
+        help="unseen: fit the point model on the features that read no exemplars",
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
     if args.command == "unseen":
         from grader.calibration.unseen import UNSEEN_SETS, print_table, unseen
 
         sets = args.file.split(",") if args.file else UNSEEN_SETS
-        figures = unseen(args.folds, args.cut_folds or None, sets)
+        figures = unseen(
+            args.folds, args.cut_folds or None, sets, without_exemplars=args.without_exemplars
+        )
         print(json.dumps(figures) if args.json else print_table(figures))
         return 0
     from grader.offline import OfflineJudge

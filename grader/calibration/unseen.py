@@ -43,6 +43,7 @@ from grader.exemplars import Exemplars, build_exemplars, labelled_answers
 from grader.offline import (
     ALL_MISCONCEPTION_FEATURES,
     ALL_POINT_FEATURES,
+    EXEMPLAR_FEATURES,
     MODEL_PATH,
     OfflineJudge,
     PointModel,
@@ -146,12 +147,19 @@ def fit_fold(
     learner: tuple[str, Any],
     inner_folds: int | None,
     cache: Path,
+    without_exemplars: bool = False,
 ) -> FoldFit:
-    """The point model (cut-points chosen by ``inner_folds`` folds of the other cards) and the
-    sentence reader, fitted on the rows of the cards not in ``held_out``."""
+    """The point model (cut-points chosen by ``inner_folds`` folds of the other cards; with
+    ``without_exemplars``, on the features that do not read exemplars, as ``train
+    --without-exemplars`` fits) and the sentence reader, fitted on the rows of the cards not in
+    ``held_out``."""
     others = [r for r in rows if r.card_id not in held_out]
-    columns = (list(range(len(ALL_POINT_FEATURES))), list(range(len(ALL_MISCONCEPTION_FEATURES))))
-    key = digest(rows_key(others), learner, inner_folds, code_key(*FEATURE_CODE))
+    columns = tuple(
+        [i for i, name in enumerate(names) if not (without_exemplars and name in EXEMPLAR_FEATURES)]
+        for names in (ALL_POINT_FEATURES, ALL_MISCONCEPTION_FEATURES)
+    )
+    reader_key = digest(rows_key(others), code_key(*FEATURE_CODE))
+    key = digest(reader_key, learner, inner_folds, columns)
     label = ", ".join(held_out)
 
     def model() -> tuple[dict[str, Any], float]:
@@ -167,7 +175,9 @@ def fit_fold(
             return train.fit_reader(others)
 
     fitted, score = cached(cache / f"model-{key}.pkl", model)
-    return FoldFit(tuple(held_out), fitted, cached(cache / f"reader-{key}.pkl", reader), score)
+    return FoldFit(
+        tuple(held_out), fitted, cached(cache / f"reader-{reader_key}.pkl", reader), score
+    )
 
 
 # ----- grading ------------------------------------------------------------------------------------
@@ -283,6 +293,7 @@ def unseen(
     learner: tuple[str, Any] | None = None,
     cache: Path = CACHE,
     shipped: bool = True,
+    without_exemplars: bool = False,
 ) -> dict[str, Any]:
     """Grade ``sets`` card fold by card fold with everything fitted without the fold (the
     unseen-card judge), and, with ``shipped``, with the shipped judge, side by side."""
@@ -298,7 +309,7 @@ def unseen(
         print(
             f"[{number}/{len(groups)}] fold without {', '.join(group)}", file=sys.stderr, flush=True
         )
-        fold = fit_fold(rows, group, learner, inner_folds, cache)
+        fold = fit_fold(rows, group, learner, inner_folds, cache, without_exemplars)
         mine = [(name, row) for name, row in items if row["card_id"] in group]
         key = digest(code_key(), fold.cards, json.dumps(fold.model), [r["id"] for _, r in mine])
         judge = UnseenCardJudge(PointModel(fold.model), fold.reader)
@@ -310,6 +321,7 @@ def unseen(
         "folds": len(groups),
         "inner_folds": inner_folds,
         "learner": list(learner),
+        "without_exemplars": without_exemplars,
         "unseen": table(graded),
         "curve": {"unseen": curves(graded)},
     }

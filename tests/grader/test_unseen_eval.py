@@ -10,7 +10,12 @@ import numpy as np
 from cards.deck import default_deck
 from grader.calibration import train, unseen
 from grader.calibration.offline_eval import rows as set_rows
-from grader.offline import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES, OfflineJudge, ReaderInput
+from grader.offline import (
+    ALL_MISCONCEPTION_FEATURES,
+    ALL_POINT_FEATURES,
+    OfflineJudge,
+    ReaderInput,
+)
 
 CARDS = ("rl-01", "rl-02", "rl-08")
 
@@ -72,7 +77,9 @@ def test_each_card_is_graded_by_fits_that_never_saw_it_and_a_rerun_reads_the_cac
     def spy_reader(rows):
         events.append(("fit", frozenset(r.card_id for r in rows)))
         reader = fit_reader(rows)
-        events.append(("reader keys", frozenset(k.split("/")[0] for k in reader.points.target_bias)))
+        events.append(
+            ("reader keys", frozenset(k.split("/")[0] for k in reader.points.target_bias))
+        )
         return reader
 
     def spy_grade(judge, items, label):
@@ -82,16 +89,16 @@ def test_each_card_is_graded_by_fits_that_never_saw_it_and_a_rerun_reads_the_cac
     monkeypatch.setattr(train, "fit", spy_fit)
     monkeypatch.setattr(train, "fit_reader", spy_reader)
     monkeypatch.setattr(unseen, "grade_rows", spy_grade)
-    settings = dict(
-        folds=3,
-        inner_folds=None,
-        sets=(str(held),),
-        cards=CARDS,
-        rows=synthetic_rows(),
-        learner=("logistic", 1.0),
-        cache=tmp_path / "cache",
-        shipped=False,
-    )
+    settings = {
+        "folds": 3,
+        "inner_folds": None,
+        "sets": (str(held),),
+        "cards": CARDS,
+        "rows": synthetic_rows(),
+        "learner": ("logistic", 1.0),
+        "cache": tmp_path / "cache",
+        "shipped": False,
+    }
     first = unseen.unseen(**settings)
 
     graded_cards = [cards for kind, cards in events if kind == "grade"]
@@ -110,3 +117,16 @@ def test_each_card_is_graded_by_fits_that_never_saw_it_and_a_rerun_reads_the_cac
     events.clear()
     assert unseen.unseen(**settings) == first
     assert events == []
+
+
+def test_a_card_read_without_its_labelled_answers_is_unsure_more_often(offline_judge, rl08):
+    """The same judge (shipped model and reader) on rl-08's held-out answers: with the card's
+    exemplars it doubts 4 of 13, with only the non-answers a user's card gets 6."""
+    from grader.offline import PointModel
+    from grader.sentence_reader import shipped_reader
+
+    as_user_card = unseen.UnseenCardJudge(PointModel.load(), shipped_reader())
+    answers = [r["answer"] for r in set_rows("heldout.jsonl") if r["card_id"] == rl08.id]
+    with_exemplars = sum(bool(offline_judge.judge(rl08, a).unsure_points) for a in answers)
+    without = sum(bool(as_user_card.judge(rl08, a).unsure_points) for a in answers)
+    assert len(answers) == 13 and without > with_exemplars
