@@ -3,9 +3,16 @@
 A card in a user's deck has no labelled answers. The judge then reads it with what it learnt
 on other cards only: the point model's classifiers and cut-points and the sentence reader were
 fitted without it (the reader gives it no offset of its own), and its exemplars are the
-non-answers every card gets (``grader.exemplars.NON_ANSWERS``, all labelled absent), since
-``labelled_answers`` finds no row of it. The exemplar votes then read 0 with ``knn_known`` 1
-and the contrasts read "no group" (0, -1): a reading the point model met on no fitting row.
+non-answers every card gets (``grader.exemplars.NON_ANSWERS``, all labelled absent; the 11
+that hold a claim are embedded), since ``labelled_answers`` finds no row of it. The exemplar
+votes then read 0 with ``knn_known`` 1 (on rl-01 and rl-07's held-out answers: ``knn_answer``
+0 against 0.64 with the card's exemplars, ``knn_answer_sim`` 0.34 against 0.80, ``knn_unit``
+and its similarity 0) and the contrasts read "no group" (0, -1): "the nearest labelled answers
+earned nothing", a reading the point model met on no fitting row. The phrasing features, the
+stance and the sentence reader's columns are read as for a built-in card. The doubt margin is
+the same (``grader.offline.SURE_MARGIN``); the reading is nearer its cuts more often, so the
+judge says it is unsure more often (31% of the held-out answers against 13%; figures and the
+command in ``grader.calibration.offline_eval``).
 
 This module measures exactly that case by folds of cards: for each fold, everything is fitted
 on the fitting rows (``grader.calibration.train.training_rows``) of the other cards, with
