@@ -201,6 +201,7 @@ class Graded:
     grade: int
     unsure: bool
     margin: float | None = None
+    card_id: str = ""
 
 
 def held_out_rows(sets: Sequence[str], cards: set[str]) -> list[tuple[str, dict[str, Any]]]:
@@ -238,6 +239,7 @@ def grade_rows(
                 grade.quality,
                 bool(judgement.unsure_points),
                 judgement.margin,
+                card.id,
             )
         )
         progress.step()
