@@ -425,16 +425,29 @@ CUT_GRID = [
 ]
 
 
+def card_folds(card_ids: Iterable[str], folds: int | None = None) -> list[list[str]]:
+    """The cards in ``folds`` groups, round robin over the sorted ids; None: one card each."""
+    cards = sorted(set(card_ids))
+    count = len(cards) if folds is None else min(folds, len(cards))
+    return [cards[i::count] for i in range(count)]
+
+
 def cross_fitted(
-    rows: Sequence[Row], learner: tuple[str, Any], columns: tuple[Sequence[int], Sequence[int]]
+    rows: Sequence[Row],
+    learner: tuple[str, Any],
+    columns: tuple[Sequence[int], Sequence[int]],
+    folds: int | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Per card, a model fitted without that card's rows, with a progress line per card."""
-    cards = sorted({r.card_id for r in rows})
+    """Per card, a model fitted without that card's rows (``folds``: without its group of
+    ``card_folds``), with a progress line per fit."""
+    groups = card_folds((r.card_id for r in rows), folds)
     held = {}
-    for number, card_id in enumerate(cards, 1):
-        held[card_id] = fit([r for r in rows if r.card_id != card_id], learner, *columns)
+    for number, group in enumerate(groups, 1):
+        model = fit([r for r in rows if r.card_id not in group], learner, *columns)
+        held.update(dict.fromkeys(group, model))
         if learner[0] == "trees":
-            print(f"    [{number}/{len(cards)}] fitted without {card_id}", file=sys.stderr, flush=True)
+            without = ", ".join(group)
+            print(f"    [{number}/{len(groups)}] fitted without {without}", file=sys.stderr, flush=True)
     return held
 
 

@@ -1,0 +1,132 @@
+"""The unseen-card measurement (``python -m grader.calibration.offline_eval unseen``): each card is
+graded by fits that never saw it, as a user's card is, and a re-run reads its cache."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from cards.deck import default_deck
+from grader.calibration import train, unseen
+from grader.calibration.offline_eval import rows as set_rows
+from grader.offline import (
+    ALL_MISCONCEPTION_FEATURES,
+    ALL_POINT_FEATURES,
+    OfflineJudge,
+    ReaderInput,
+)
+
+CARDS = ("rl-01", "rl-02", "rl-08")
+
+
+def synthetic_rows() -> list[train.Row]:
+    """Four fitting rows a card with random features, every point class and both misconception
+    labels among them, and units the sentence reader can fit on."""
+    deck = default_deck()
+    rng = np.random.default_rng(3)
+    labels = ("absent", "partial", "present", "contradicted")
+    rows = []
+    for card_id in CARDS:
+        card = deck.get(card_id)
+        index = OfflineJudge(model=None).index(card)
+        n_points, n_misc = len(card.key_points), len(card.misconceptions)
+        for i in range(4):
+            point_labels = tuple(labels[(i + k) % 4] for k in range(n_points))
+            units = rng.normal(size=(2, 384)).astype(np.float32)
+            rows.append(
+                train.Row(
+                    id=f"{card_id}/{i}",
+                    card_id=card_id,
+                    answer="",
+                    label=i,
+                    kind="terse",
+                    point_x=rng.normal(size=(n_points, len(ALL_POINT_FEATURES))),
+                    point_y=np.asarray([train.POINT_CLASS[label] for label in point_labels]),
+                    misc_x=rng.normal(size=(n_misc, len(ALL_MISCONCEPTION_FEATURES))),
+                    misc_y=np.asarray([(i + m) % 2 for m in range(n_misc)]),
+                    author=f"writer-{i}",
+                    read=ReaderInput(
+                        units / np.linalg.norm(units, axis=1, keepdims=True),
+                        np.ones((2, len(index.points.texts)), dtype=bool),
+                        np.ones((2, len(index.misconceptions.texts)), dtype=bool),
+                    ),
+                    point_labels=point_labels,
+                )
+            )
+    return rows
+
+
+def test_each_card_is_graded_by_fits_that_never_saw_it_and_a_rerun_reads_the_cache(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(train, "READER_EPOCHS", (1, 1))
+    monkeypatch.setattr(train, "POINT_READER_SEEDS", (0,))
+    held = tmp_path / "held.jsonl"
+    answers = [r for r in set_rows("heldout.jsonl") if r["card_id"] in CARDS]
+    chosen = [r for card_id in CARDS for r in [a for a in answers if a["card_id"] == card_id][:2]]
+    held.write_text("".join(json.dumps(r) + "\n" for r in chosen), encoding="utf-8")
+
+    events: list[tuple[str, frozenset[str]]] = []
+    fit, fit_reader, grade_rows = train.fit, train.fit_reader, unseen.grade_rows
+
+    def spy_fit(rows, *args, **kwargs):
+        events.append(("fit", frozenset(r.card_id for r in rows)))
+        return fit(rows, *args, **kwargs)
+
+    def spy_reader(rows):
+        events.append(("fit", frozenset(r.card_id for r in rows)))
+        reader = fit_reader(rows)
+        events.append(
+            ("reader keys", frozenset(k.split("/")[0] for k in reader.points.target_bias))
+        )
+        return reader
+
+    def spy_grade(judge, items, label):
+        events.append(("grade", frozenset(r["card_id"] for _, r in items)))
+        return grade_rows(judge, items, label)
+
+    monkeypatch.setattr(train, "fit", spy_fit)
+    monkeypatch.setattr(train, "fit_reader", spy_reader)
+    monkeypatch.setattr(unseen, "grade_rows", spy_grade)
+    settings = {
+        "folds": 3,
+        "inner_folds": None,
+        "sets": (str(held),),
+        "cards": CARDS,
+        "rows": synthetic_rows(),
+        "learner": ("logistic", 1.0),
+        "cache": tmp_path / "cache",
+        "shipped": False,
+    }
+    first = unseen.unseen(**settings)
+
+    graded_cards = [cards for kind, cards in events if kind == "grade"]
+    assert sorted(c for cards in graded_cards for c in cards) == sorted(CARDS)
+    fold_start = 0
+    for number, (kind, cards) in enumerate(events):
+        if kind == "grade":
+            fitted = [seen for _, seen in events[fold_start:number]]
+            # per fold: two cut-point fits, the model and the reader, none of them on the card
+            assert len(fitted) == 5 and all(not (seen & cards) for seen in fitted)
+            fold_start = number + 1
+    figures = first["unseen"][str(held)]["all"]
+    assert figures["answers"] == 6
+    assert set(figures) == {"answers", "qwk", "agree", "unsure", "sure_agree"}
+
+    events.clear()
+    assert unseen.unseen(**settings) == first
+    assert events == []
+
+
+def test_a_card_read_without_its_labelled_answers_is_unsure_more_often(offline_judge, rl08):
+    """The same judge (shipped model and reader) on rl-08's held-out answers: with the card's
+    exemplars it doubts 4 of 13, with only the non-answers a user's card gets 6."""
+    from grader.offline import PointModel
+    from grader.sentence_reader import shipped_reader
+
+    as_user_card = unseen.UnseenCardJudge(PointModel.load(), shipped_reader())
+    answers = [r["answer"] for r in set_rows("heldout.jsonl") if r["card_id"] == rl08.id]
+    with_exemplars = sum(bool(offline_judge.judge(rl08, a).unsure_points) for a in answers)
+    without = sum(bool(as_user_card.judge(rl08, a).unsure_points) for a in answers)
+    assert len(answers) == 13 and without > with_exemplars
