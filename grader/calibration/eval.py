@@ -56,6 +56,8 @@ answers point by point. Never fitted on, never an exemplar. Read it with
 from __future__ import annotations
 
 import json
+import sys
+import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -95,6 +97,30 @@ class Example:
     holistic: int | None = None
 
 
+#: The margins a sure/unsure curve is read at (``offline_eval sure``, ``offline_eval unseen``).
+MARGIN_GRID = (0.0, 0.02, 0.05, 0.08, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3, 0.4)
+
+
+class Progress:
+    """One stderr line every few seconds: done, total, rate."""
+
+    def __init__(self, total: int, label: str):
+        self.total, self.label, self.done = total, label, 0
+        self.start = self.last = time.monotonic()
+
+    def step(self) -> None:
+        self.done += 1
+        now = time.monotonic()
+        if now - self.last > 5 or self.done == self.total:
+            self.last = now
+            rate = self.done / max(now - self.start, 1e-9)
+            print(
+                f"  {self.label}: {self.done}/{self.total} ({rate:.1f}/s)",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
 def load_set(path: Path | str = DEFAULT_SET) -> list[Example]:
     """The labelled answers; ``ValueError`` naming the line on a malformed one."""
     examples = []
@@ -117,9 +143,7 @@ def load_set(path: Path | str = DEFAULT_SET) -> list[Example]:
         except (ValueError, KeyError, TypeError) as error:
             raise ValueError(f"{path}:{number}: {error}") from error
         if not 0 <= example.grade <= 5 or not example.kind.strip():
-            raise ValueError(
-                f"{path}:{number}: grade {example.grade} out of 0-5 or an empty kind"
-            )
+            raise ValueError(f"{path}:{number}: grade {example.grade} out of 0-5 or an empty kind")
         examples.append(example)
     return examples
 

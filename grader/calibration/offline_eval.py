@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -53,6 +52,7 @@ from typing import Any
 from cards.deck import default_deck
 from cards.schema import Card
 from grader.base import Grade
+from grader.calibration.eval import MARGIN_GRID, Progress
 from grader.scoring import PASS_QUALITY, grade_from_judgement
 
 CALIBRATION = Path(__file__).resolve().parent
@@ -83,26 +83,6 @@ def rows(name: str) -> list[dict[str, Any]]:
 
 def is_attack(row: dict[str, Any]) -> bool:
     return bool(row.get("injection")) or row.get("kind") == "injection"
-
-
-class Progress:
-    """One stderr line every few seconds: done, total, rate."""
-
-    def __init__(self, total: int, label: str):
-        self.total, self.label, self.done = total, label, 0
-        self.start = self.last = time.monotonic()
-
-    def step(self) -> None:
-        self.done += 1
-        now = time.monotonic()
-        if now - self.last > 5 or self.done == self.total:
-            self.last = now
-            rate = self.done / max(now - self.start, 1e-9)
-            print(
-                f"  {self.label}: {self.done}/{self.total} ({rate:.1f}/s)",
-                file=sys.stderr,
-                flush=True,
-            )
 
 
 def grade_all(judge: Any, items: Sequence[tuple[Card, str]], label: str) -> list[Grade]:
@@ -318,8 +298,6 @@ def cross_card(judge: Any, deck: Any) -> dict[str, Any]:
 
 
 # ----- 4. sure or unsure (issue 37) ----------------------------------------------------------------
-
-MARGIN_GRID = (0.0, 0.02, 0.05, 0.08, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3, 0.4)
 
 
 def sure_curve(

@@ -222,7 +222,7 @@ def grade_rows(
     judge: OfflineJudge, items: Sequence[tuple[str, dict[str, Any]]], label: str
 ) -> list[Graded]:
     """The whole judge's grade of each row, with a progress line every few seconds."""
-    from grader.calibration.offline_eval import Progress
+    from grader.calibration.eval import Progress
 
     deck = default_deck()
     progress = Progress(len(items), label)
@@ -345,7 +345,7 @@ def unseen(
 
 def curves(graded: Sequence[Graded]) -> dict[str, Any]:
     """``curve`` per set, over ``MARGIN_GRID`` and the shipped margin."""
-    from grader.calibration.offline_eval import MARGIN_GRID
+    from grader.calibration.eval import MARGIN_GRID
     from grader.offline import SURE_MARGIN
 
     margins = sorted({*MARGIN_GRID, SURE_MARGIN})

@@ -329,7 +329,9 @@ def test_the_prompt_stays_within_its_budget():
     deck = load_deck()
     longest = max(deck, key=lambda card: estimate_tokens(build_messages(card, "")))
     tokens = estimate_tokens(build_messages(longest, "x" * (ANSWER_CHAR_LIMIT * 3)))
-    assert tokens <= 3300, f"{longest.id}: about {tokens} prompt tokens with the longest answer"
+    # 3,400: rl-20's reviewed key names four adaptive routes and when each applies (about 3,370
+    # tokens with the longest answer); the bound still catches a card or prompt that balloons.
+    assert tokens <= 3400, f"{longest.id}: about {tokens} prompt tokens with the longest answer"
 
 
 def test_the_judge_reads_every_character_the_engine_accepts():
