@@ -28,7 +28,7 @@ from grader.exemplars import (
     contrasts,
     votes,
 )
-from grader.injection import INJECTION_PROTOTYPES, injection_matches
+from grader.injection import INJECTION_PROTOTYPES, addresses_grader, injection_matches
 from grader.sentence_reader import SentenceReader
 from grader.textparse import (
     Lexicon,
@@ -219,8 +219,11 @@ class Unit:
     tokens: Tokens = Tokens((), ())  # noqa: RUF009 - a frozen dataclass
 
     def instructs(self, threshold: float) -> bool:
-        """Flagged as instructions to the grader: a pattern, or this close to a prototype."""
-        return self.injection_pattern or self.injection_similarity >= threshold
+        """Flagged as instructions to the grader: a pattern, or this close to a prototype and
+        speaking to the grader."""
+        if self.injection_pattern:
+            return True
+        return self.injection_similarity >= threshold and addresses_grader(self.span.text)
 
 
 @dataclass(frozen=True)
