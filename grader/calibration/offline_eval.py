@@ -9,6 +9,10 @@
 
 Each prints progress to stderr and its figures to stdout; ``--json`` prints them as JSON.
 
+Measured on 2026-12-07 after the address rule (grader.injection.ADDRESSES_GRADER): flags: the
+whole judge flags 0 of 5,189 clean labelled answers (2 before the rule: talk of scores near the
+prototypes), attacks flagged 663 of 664. sure: docs/offline-judge-history.md has the curve.
+
 Measured on commit 0aa33fd (December 2026, a loaded two-core machine):
 - flags: 0 of 117 technical-prose answers flagged by the whole judge; the pattern scan flags
   0 clean answers of every set here (5,345 with the follow-ups and newstyles) and still
