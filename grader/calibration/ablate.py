@@ -19,9 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-from grader.calibration.train import LEARNERS, choose_cuts, cross_fitted, fitting_rows
+from grader.calibration.train import choose_cuts, cross_fitted, fitting_rows
+from grader.calibration.unseen import shipped_learner
 from grader.exemplars import MISC_CONTRAST_FEATURES, POINT_CONTRAST_FEATURES, VOTE_FEATURES
-from grader.offline import MODEL_PATH
 from grader.reading import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES, READER_FEATURES
 
 #: Feature families, by the evidence they read (point and misconception columns together).
@@ -52,13 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spread-folds", default="4,6", help="other partitions for the spread")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    shipped = json.loads(MODEL_PATH.read_text(encoding="utf-8"))
-    # The model file keeps the learner's parameters as JSON (a tuple becomes a list).
-    learner = next(
-        entry
-        for entry in LEARNERS
-        if entry[0] == shipped["learner"] and json.loads(json.dumps(entry[1])) == shipped["params"]
-    )
+    learner = shipped_learner()
     rows = fitting_rows(cache=args.rows_cache)
     print(f"{len(rows)} fitting answers; learner {learner}", file=sys.stderr, flush=True)
 

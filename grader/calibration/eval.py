@@ -101,6 +101,24 @@ class Example:
 MARGIN_GRID = (0.0, 0.02, 0.05, 0.08, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3, 0.4)
 
 
+def sure_agreement(
+    read: Sequence[tuple[bool, bool, float | None]], margins: Sequence[float]
+) -> dict[str, dict[str, float | None]]:
+    """Per doubt margin: the share of answers unsure (the reading nearer than the margin to
+    turning pass/fail) and how often the sure ones agree with the labels on pass/fail. ``read``
+    holds (label passes, judge passes, margin); a margin of None (an injection flag) is sure."""
+    out = {}
+    for cut in margins:
+        sure = [
+            label == judged for label, judged, margin in read if margin is None or margin >= cut
+        ]
+        out[f"{cut:g}"] = {
+            "unsure": round(1 - len(sure) / max(len(read), 1), 3),
+            "sure_agree": round(sum(sure) / len(sure), 3) if sure else None,
+        }
+    return out
+
+
 class Progress:
     """One stderr line every few seconds: done, total, rate."""
 

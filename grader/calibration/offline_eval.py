@@ -56,7 +56,7 @@ from typing import Any
 from cards.deck import default_deck
 from cards.schema import Card
 from grader.base import Grade
-from grader.calibration.eval import MARGIN_GRID, Progress
+from grader.calibration.eval import MARGIN_GRID, Progress, sure_agreement
 from grader.scoring import PASS_QUALITY, grade_from_judgement
 
 CALIBRATION = Path(__file__).resolve().parent
@@ -325,21 +325,15 @@ def sure_curve(
         for r, g in zip(data, grades, strict=True):
             if g.judgement.injection_suspected and not is_attack(r):
                 flagged.append(r["id"])
-            margin = g.judgement.margin if g.judgement.margin is not None else 1.0
+            margin = g.judgement.margin
             read.append((r["kind"], r["grade"] >= PASS_QUALITY, g.quality >= PASS_QUALITY, margin))
 
-    def table(subset: list[tuple[str, bool, bool, float]]) -> dict[str, Any]:
-        out = {
+    def table(subset: list[tuple[str, bool, bool, float | None]]) -> dict[str, Any]:
+        return {
             "answers": len(subset),
             "agree_all": round(sum(a == b for _, a, b, _ in subset) / max(len(subset), 1), 3),
+            **sure_agreement([r[1:] for r in subset], sorted({*MARGIN_GRID, SURE_MARGIN})),
         }
-        for cut in sorted({*MARGIN_GRID, SURE_MARGIN}):
-            sure = [(a, b) for _, a, b, m in subset if m >= cut]
-            out[f"{cut:g}"] = {
-                "unsure": round(1 - len(sure) / max(len(subset), 1), 3),
-                "sure_agree": round(sum(a == b for a, b in sure) / len(sure), 3) if sure else None,
-            }
-        return out
 
     kinds = sorted({k for k, *_ in read})
     return {

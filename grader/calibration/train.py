@@ -487,6 +487,12 @@ def graded_at(rows: Sequence[Row], read: Sequence[Reading], cuts: tuple[float, .
     return as_judged(rows, predicted)
 
 
+def stored_cuts(cuts: tuple[float, ...]) -> list[float]:
+    """The cut-points as the model file keeps them: an infinite last cut (never asserting a
+    contradiction) is left out."""
+    return list(cuts) if math.isfinite(cuts[-1]) else list(cuts[:3])
+
+
 def choose_cuts(rows: Sequence[Row], held: dict[str, dict[str, Any]]) -> tuple[tuple[float, ...], float]:
     """The cut-points that do best when every card is judged by a model fitted without it."""
     read = held_readings(rows, held)
@@ -537,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     learner, cuts, score = best
     model = fit(rows, learner, *columns)
     model.update(
-        cuts=list(cuts) if math.isfinite(cuts[-1]) else list(cuts[:3]),
+        cuts=stored_cuts(cuts),
         learner=learner[0],
         params=learner[1],
         trained_on=sorted({r.card_id for r in rows}),

@@ -44,7 +44,7 @@ from typing import Any
 from cards.deck import default_deck
 from cards.schema import Card
 from grader.calibration import train
-from grader.calibration.eval import PASS_QUALITY
+from grader.calibration.eval import MARGIN_GRID, PASS_QUALITY, Progress, sure_agreement
 from grader.calibration.eval import quadratic_weighted_kappa as qwk
 from grader.exemplars import Exemplars, build_exemplars, labelled_answers
 from grader.offline import (
@@ -52,6 +52,7 @@ from grader.offline import (
     ALL_POINT_FEATURES,
     EXEMPLAR_FEATURES,
     MODEL_PATH,
+    SURE_MARGIN,
     OfflineJudge,
     PointModel,
     exemplar_vectors,
@@ -174,7 +175,7 @@ def fit_fold(
             others, train.cross_fitted(others, learner, columns, inner_folds)
         )
         fitted = train.fit(others, learner, *columns)
-        fitted["cuts"] = list(cuts) if cuts[-1] != float("inf") else list(cuts[:3])
+        fitted["cuts"] = train.stored_cuts(cuts)
         return fitted, score
 
     def reader() -> SentenceReader:
@@ -222,8 +223,6 @@ def grade_rows(
     judge: OfflineJudge, items: Sequence[tuple[str, dict[str, Any]]], label: str
 ) -> list[Graded]:
     """The whole judge's grade of each row, with a progress line every few seconds."""
-    from grader.calibration.eval import Progress
-
     deck = default_deck()
     progress = Progress(len(items), label)
     graded = []
@@ -266,18 +265,8 @@ def curve(graded: Sequence[Graded], margins: Sequence[float]) -> dict[str, Any]:
     """Per doubt margin (``grader.offline.SURE_MARGIN`` is the shipped one): the share unsure
     and the sure ones' pass/fail agreement, were the judge to doubt every reading nearer than
     that margin to turning pass/fail (an answer flagged as an injection is always sure)."""
-    out = {}
-    for margin in margins:
-        sure = [
-            (g.label >= PASS_QUALITY) == (g.grade >= PASS_QUALITY)
-            for g in graded
-            if g.margin is None or g.margin >= margin
-        ]
-        out[f"{margin:g}"] = {
-            "unsure": round(1 - len(sure) / max(len(graded), 1), 3),
-            "sure_agree": round(sum(sure) / len(sure), 3) if sure else None,
-        }
-    return out
+    read = [(g.label >= PASS_QUALITY, g.grade >= PASS_QUALITY, g.margin) for g in graded]
+    return sure_agreement(read, margins)
 
 
 def table(graded: Sequence[Graded]) -> dict[str, Any]:
@@ -345,9 +334,6 @@ def unseen(
 
 def curves(graded: Sequence[Graded]) -> dict[str, Any]:
     """``curve`` per set, over ``MARGIN_GRID`` and the shipped margin."""
-    from grader.calibration.eval import MARGIN_GRID
-    from grader.offline import SURE_MARGIN
-
     margins = sorted({*MARGIN_GRID, SURE_MARGIN})
     names = dict.fromkeys(g.set for g in graded)
     return {name: curve([g for g in graded if g.set == name], margins) for name in names}
