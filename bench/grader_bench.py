@@ -28,8 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from cards.deck import default_deck
 from grader.calibration.eval import baseline_quality, baseline_score, load_set
 from grader.llm import prompt_size_report
-from grader.offline import STOPWORDS, OfflineJudge, words
+from grader.offline import OfflineJudge
 from grader.scoring import grade_from_judgement
+from grader.textnorm import STOPWORDS, words
 
 #: Answers that say the opposite of the card's key claims, in the card's own vocabulary.
 NEGATED = {

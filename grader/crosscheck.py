@@ -181,7 +181,7 @@ def shared_passages(points: list[PointJudgement]) -> list[list[PointJudgement]]:
 
 def verify(card: Card, judgement: Judgement, answer: str, reader: Any = None) -> Check:
     """``judgement`` with every credited point that fails a check made absent (blocking)."""
-    from grader.offline import injection_spans, quote_is_injection
+    from grader.injection import injection_spans, quote_is_injection
 
     checked = check_evidence(card, judgement, answer)
     taken: dict[str, str] = {

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from grader.calibration.train import choose_cuts, cross_fitted, fitting_rows
 from grader.calibration.unseen import shipped_learner
-from grader.exemplars import MISC_CONTRAST_FEATURES, POINT_CONTRAST_FEATURES, VOTE_FEATURES
-from grader.reading import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES, READER_FEATURES
+from grader.offline.evidence import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES, READER_FEATURES
+from grader.offline.exemplars import MISC_CONTRAST_FEATURES, POINT_CONTRAST_FEATURES, VOTE_FEATURES
 
 #: Feature families, by the evidence they read (point and misconception columns together).
 FAMILIES: dict[str, frozenset[str]] = {

@@ -323,7 +323,8 @@ def baseline_score(card: Any, answer: str) -> float:
     """The naive reading: best cosine of any answer sentence to each key point, weight-averaged."""
     import numpy as np
 
-    from grader.offline import embed, sentences
+    from grader.offline.text import sentences
+    from grader.offline.vectors import embed
 
     units = [span.text for span in sentences(answer)] or [answer]
     vectors = embed(units)

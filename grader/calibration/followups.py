@@ -6,7 +6,7 @@ is present or partial ("you got there").
 probe leads to), ``kind`` (right-plain, right-terse, wrong, wrong-trap), ``label`` (the
 writer's reading of the answer against the point: present, partial, absent or
 contradicted) and, optionally, ``author``. Its writers saw only each card's question, probes and key points, never a
-judge's code. The offline judge's follow-up reading (``grader.followup``) is fitted on it.
+judge's code. The offline judge's follow-up reading (``grader.offline.followup``) is fitted on it.
 ``followups-heldout.jsonl`` is a second set in the same form, written afterwards by two other
 writers under the same blindness; nothing is fitted on it, and its figures are the ones
 reported.

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from grader.calibration import train
-from grader.offline import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES, MODEL_PATH
+from grader.offline.evidence import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES
+from grader.offline.judge import MODEL_PATH
 
 Cuts = tuple[float, ...]
 

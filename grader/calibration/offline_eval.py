@@ -126,7 +126,7 @@ def flags(judge: Any, deck: Any, only: str | None = None) -> dict[str, Any]:
     """Injection flags on every clean answer (the whole judge on answers, the pattern scan on
     follow-up answers) and the attacks' grades against what they deserve; ``only``: a
     comma-separated list of set names to read (the attacks then only when "attacks" is in it)."""
-    from grader.offline import injection_matches
+    from grader.injection import injection_matches
 
     wanted = set(only.split(",")) if only else None
     figures: dict[str, Any] = {"clean": {}, "attacks": {}}
@@ -258,9 +258,9 @@ CROSS_KINDS = ("expert", "concise", "rambling")
 
 def cross_card(judge: Any, deck: Any) -> dict[str, Any]:
     """Every expert, concise and rambling answer graded against every other card: the topic
-    screen (``grader.relevance``) caps most; the rest are graded by the whole judge. And on
+    screen (``grader.offline.screens``) caps most; the rest are graded by the whole judge. And on
     every labelled answer to its own card, how many passing ones the screen would cap."""
-    from grader.relevance import OFF_TOPIC_MARGIN, topic_index
+    from grader.offline.screens import OFF_TOPIC_MARGIN, topic_index
 
     figures: dict[str, Any] = {"threshold": OFF_TOPIC_MARGIN, "other_card": {}, "own_card": {}}
     to_grade = []
@@ -310,7 +310,7 @@ def sure_curve(
     """Grade each set's answers once; for every margin of ``MARGIN_GRID`` the share of answers
     unsure (the reading nearer than the margin to turning pass/fail) and how often the sure
     ones agree with the labels on pass/fail, pooled and per style (kind)."""
-    from grader.offline import SURE_MARGIN
+    from grader.offline.judge import SURE_MARGIN
 
     read, flagged = [], []
     for name in files.split(","):

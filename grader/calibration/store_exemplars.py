@@ -1,6 +1,6 @@
 """Embed every card's labelled answers as the offline judge reads them and store the vectors
-(``grader.exemplars.VECTORS_PATH``), and store the vectors of every phrasing the built-in cards'
-indexes embed (``grader.embedding.PHRASES_PATH``), so a start embeds none of them:
+(``grader.offline.exemplars.VECTORS_PATH``), and store the vectors of every phrasing the built-in cards'
+indexes embed (``grader.offline.vectors.PHRASES_PATH``), so a start embeds none of them:
 ``python -m grader.calibration.store_exemplars [CARD_ID ...]`` after any change to a card or to
 the training set (with card ids, only those cards' exemplars are embedded again and the others'
 are kept; the phrasings are always gathered from the whole deck, and only new ones embedded)."""
@@ -11,10 +11,10 @@ import os
 import sys
 
 from cards.deck import default_deck
-from grader.embedding import PHRASES_PATH, recording, store_phrases
-from grader.exemplars import VECTORS_PATH, store
 from grader.injection import INJECTION_PROTOTYPES
-from grader.reading import build_index, exemplar_reading
+from grader.offline.evidence import build_index, exemplar_reading
+from grader.offline.exemplars import VECTORS_PATH, store
+from grader.offline.vectors import PHRASES_PATH, recording, store_phrases
 
 
 def store_exemplars(card_ids: list[str] | None = None) -> None:

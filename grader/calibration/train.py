@@ -8,9 +8,9 @@ description in ``grader.calibration.eval``).
 
 For every row the offline judge's similarities and phrasing matches become card-agnostic
 features per key point and per misconception (``grader.offline.ALL_POINT_FEATURES``), among
-them the votes of the card's other labelled answers (``grader.exemplars``). Those votes leave
+them the votes of the card's other labelled answers (``grader.offline.exemplars``). Those votes leave
 out every answer by the row's own author, as an answer from a new learner has no exemplar by
-that learner. The sentence reader's columns (``grader.sentence_reader``) come likewise from a
+that learner. The sentence reader's columns (``grader.offline.reader``) come likewise from a
 reader fitted without the row's author (``READER_FOLDS`` folds of writers); the shipped reader
 is fitted on every row. Two classifiers (scikit-learn: logistic regressions or gradient-boosted trees)
 learn P(present), P(partial), P(contradicted) per point (absent is the rest) and P(asserted)
@@ -46,22 +46,13 @@ from grader.base import Judgement, MisconceptionJudgement, PointJudgement
 from grader.calibration.eval import DEFAULT_SET, PASS_QUALITY, TRAP_KINDS
 from grader.calibration.eval import quadratic_weighted_kappa as qwk
 from grader.calibration.regrade import rule_grade, stale_labels
-from grader.exemplars import (
-    NON_ANSWER_KIND,
-    TRAINING_SET,
-    build_exemplars,
-    labelled_answers,
-    non_answer_rows,
-)
-from grader.offline import (
+from grader.offline import OfflineJudge
+from grader.offline.evidence import (
     ALL_MISCONCEPTION_FEATURES,
     ALL_POINT_FEATURES,
     EXEMPLAR_FEATURES,
-    MODEL_PATH,
     READER_MISC_FEATURES,
     READER_POINT_FEATURES,
-    OfflineJudge,
-    PointModel,
     ReaderInput,
     decide,
     evidence,
@@ -70,8 +61,15 @@ from grader.offline import (
     reader_features,
     reader_input,
 )
-from grader.scoring import INJECTION_CAP, quality_of
-from grader.sentence_reader import (
+from grader.offline.exemplars import (
+    NON_ANSWER_KIND,
+    TRAINING_SET,
+    build_exemplars,
+    labelled_answers,
+    non_answer_rows,
+)
+from grader.offline.judge import MODEL_PATH, PointModel
+from grader.offline.reader import (
     POINT_TARGET,
     READER_PATH,
     Example,
@@ -79,6 +77,7 @@ from grader.sentence_reader import (
     SentenceReader,
     fit_part,
 )
+from grader.scoring import INJECTION_CAP, quality_of
 
 #: The point model's classes: a contradicted point is a class of its own (3), so a confident
 #: wrong claim beside the mechanism can be read as one (the rule then grades at most 2).
@@ -105,7 +104,7 @@ class Row:
 
 def training_rows(training: Path = TRAINING_SET, calibration: Path = DEFAULT_SET) -> list[dict[str, Any]]:
     """The answers to fit on: the training set, the calibration set (``answers.jsonl``) and
-    the non-answers (``grader.exemplars.NON_ANSWERS``) on every card. The held-out and
+    the non-answers (``grader.offline.exemplars.NON_ANSWERS``) on every card. The held-out and
     negation sets are never read."""
     rows = []
     for path in (training, calibration):
@@ -251,7 +250,7 @@ def reader_examples(rows: Sequence[Row]) -> tuple[list[Example], list[Example]]:
 
 
 def fit_reader(rows: Sequence[Row]) -> SentenceReader:
-    """A sentence reader (``grader.sentence_reader``) fitted on ``rows``' labels."""
+    """A sentence reader (``grader.offline.reader``) fitted on ``rows``' labels."""
     point_examples, misc_examples = reader_examples(rows)
     points = tuple(fit_part(point_examples, epochs=READER_EPOCHS[0], seed=seed) for seed in POINT_READER_SEEDS)
     return SentenceReader(PartEnsemble(points), fit_part(misc_examples, epochs=READER_EPOCHS[1]))
@@ -325,7 +324,7 @@ def fit_trees(
 ) -> dict[str, Any]:
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    from grader.offline import TreeEnsemble
+    from grader.offline.judge import TreeEnsemble
 
     iterations, rate, leaves, min_leaf = params
     model = HistGradientBoostingClassifier(

@@ -1,4 +1,4 @@
-"""Fit the offline judge's follow-up reading (``grader.followup``) on ``followups.jsonl``.
+"""Fit the offline judge's follow-up reading (``grader.offline.followup``) on ``followups.jsonl``.
 
 ``followups-heldout.jsonl`` (written later, by other writers under the same blindness) is not
 read here: ``trapbot grader eval --followups --file grader/calibration/followups-heldout.jsonl``
@@ -25,8 +25,9 @@ import numpy as np
 from cards.deck import default_deck
 from grader.base import PointVerdict
 from grader.calibration.followups import FOLLOWUP_SET, FollowUpAnswer, load_followups
-from grader.exemplars import NON_ANSWERS as EXEMPLAR_NON_ANSWERS
-from grader.followup import (
+from grader.offline import OfflineJudge
+from grader.offline.exemplars import NON_ANSWERS as EXEMPLAR_NON_ANSWERS
+from grader.offline.followup import (
     FOLLOWUP_MODEL_PATH,
     FOLLOWUP_VECTORS_PATH,
     FollowUpModel,
@@ -34,7 +35,6 @@ from grader.followup import (
     followup_features,
     store_vectors,
 )
-from grader.offline import OfflineJudge
 
 C_GRID = (0.03, 0.1, 0.3, 1.0)
 #: Answers that say nothing, added to every probed point as not reaching it: the written sets

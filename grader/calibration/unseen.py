@@ -3,7 +3,7 @@
 A card in a user's deck has no labelled answers. The judge then reads it with what it learnt
 on other cards only: the point model's classifiers and cut-points and the sentence reader were
 fitted without it (the reader gives it no offset of its own), and its exemplars are the
-non-answers every card gets (``grader.exemplars.NON_ANSWERS``, all labelled absent; the 11
+non-answers every card gets (``grader.offline.exemplars.NON_ANSWERS``, all labelled absent; the 11
 that hold a claim are embedded), since ``labelled_answers`` finds no row of it. The exemplar
 votes then read 0 with ``knn_known`` 1 (on rl-01 and rl-07's held-out answers: ``knn_answer``
 0 against 0.64 with the card's exemplars, ``knn_answer_sim`` 0.34 against 0.80, ``knn_unit``
@@ -46,19 +46,17 @@ from cards.schema import Card
 from grader.calibration import train
 from grader.calibration.eval import MARGIN_GRID, PASS_QUALITY, Progress, sure_agreement
 from grader.calibration.eval import quadratic_weighted_kappa as qwk
-from grader.exemplars import Exemplars, build_exemplars, labelled_answers
-from grader.offline import (
+from grader.offline import OfflineJudge
+from grader.offline.evidence import (
     ALL_MISCONCEPTION_FEATURES,
     ALL_POINT_FEATURES,
     EXEMPLAR_FEATURES,
-    MODEL_PATH,
-    SURE_MARGIN,
-    OfflineJudge,
-    PointModel,
     exemplar_vectors,
 )
+from grader.offline.exemplars import Exemplars, build_exemplars, labelled_answers
+from grader.offline.judge import MODEL_PATH, SURE_MARGIN, PointModel
+from grader.offline.reader import SentenceReader
 from grader.scoring import grade_from_judgement
-from grader.sentence_reader import SentenceReader
 
 CALIBRATION = Path(__file__).resolve().parent
 #: The held-out sets: never fitted on, never an exemplar.
@@ -348,22 +346,23 @@ def code_key(*names: str) -> str:
     else:
         files = [
             *grader.glob("*.py"),
+            *grader.glob("offline/*.py"),
             *grader.glob("*.json"),
             *grader.glob("models/*"),
             Path(__file__),
         ]
-    return digest([(f.name, f.read_bytes()) for f in sorted(files)])
+    return digest([(str(f.relative_to(grader)), f.read_bytes()) for f in sorted(files)])
 
 
 #: The code a fitting row's features come from (``train.read_rows``), and what fits them.
 FEATURE_CODE = (
-    "reading.py",
-    "exemplars.py",
-    "textparse.py",
+    "offline/evidence.py",
+    "offline/exemplars.py",
+    "offline/text.py",
     "textnorm.py",
-    "embedding.py",
+    "offline/vectors.py",
     "injection.py",
-    "sentence_reader.py",
+    "offline/reader.py",
     "calibration/train.py",
 )
 

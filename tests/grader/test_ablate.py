@@ -1,7 +1,7 @@
 """The ablation's families name real features and leave out exactly those columns."""
 
 from grader.calibration.ablate import FAMILIES, columns_without
-from grader.reading import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES
+from grader.offline.evidence import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES
 
 EVERY_FEATURE = set(ALL_POINT_FEATURES) | set(ALL_MISCONCEPTION_FEATURES)
 

@@ -21,7 +21,7 @@ from grader.calibration.eval import (
     metrics,
 )
 from grader.calibration.regrade import rule_grade, stale_labels
-from grader.exemplars import TRAINING_SET
+from grader.offline.exemplars import TRAINING_SET
 
 
 def _rows(path: Path) -> list[dict]:

@@ -15,7 +15,7 @@ from grader.calibration.eval import (
     SECOND_HELDOUT_SET,
     SECOND_NEAR_MISS_SET,
 )
-from grader.exemplars import (
+from grader.offline.exemplars import (
     MISC_CONTRAST_FEATURES,
     NEIGHBOURS,
     POINT_CONTRAST_FEATURES,
@@ -212,12 +212,8 @@ def test_the_learnt_reading_is_fitted_on_no_held_out_answer():
 
 
 def test_the_shipped_model_reads_features_the_judge_computes():
-    from grader.offline import (
-        ALL_MISCONCEPTION_FEATURES,
-        ALL_POINT_FEATURES,
-        MODEL_PATH,
-        PointModel,
-    )
+    from grader.offline.evidence import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES
+    from grader.offline.judge import MODEL_PATH, PointModel
 
     model = PointModel.load(MODEL_PATH)
     if model is None:
@@ -234,7 +230,7 @@ def test_the_shipped_model_reads_features_the_judge_computes():
 
 def test_the_stored_vectors_fit_every_card_so_a_start_embeds_none():
     """`python -m grader.calibration.store_exemplars` after any change to a card or to the training set."""
-    from grader.exemplars import _from_store, fingerprint
+    from grader.offline.exemplars import _from_store, fingerprint
 
     for card in default_deck():
         answers = labelled_answers(card)
@@ -246,7 +242,7 @@ def test_the_stored_vectors_fit_every_card_so_a_start_embeds_none():
 
 
 def test_stored_vectors_are_not_used_for_a_changed_card():
-    from grader.exemplars import _from_store, fingerprint
+    from grader.offline.exemplars import _from_store, fingerprint
 
     card = default_deck().get("rl-08")
     changed = card.model_copy(update={"version": "something-else"})
@@ -274,8 +270,8 @@ FRESH_SAMPLE = (
 
 
 async def test_stored_vectors_of_sample_answers_match_a_fresh_embedding(offline_judge, rl08):
-    from grader.exemplars import build_exemplars, card_exemplars
-    from grader.offline import exemplar_vectors
+    from grader.offline.evidence import exemplar_vectors
+    from grader.offline.exemplars import build_exemplars, card_exemplars
 
     index = offline_judge.index(rl08)
     stored = card_exemplars(rl08, index.version, lambda text: pytest.fail("embedded a stored card"))
@@ -297,8 +293,8 @@ async def test_stored_vectors_of_sample_answers_match_a_fresh_embedding(offline_
 
 @pytest.mark.slow
 async def test_stored_vectors_match_a_fresh_embedding(offline_judge, rl08):
-    from grader.exemplars import build_exemplars, card_exemplars
-    from grader.offline import exemplar_vectors
+    from grader.offline.evidence import exemplar_vectors
+    from grader.offline.exemplars import build_exemplars, card_exemplars
 
     index = offline_judge.index(rl08)
     stored = card_exemplars(rl08, index.version, lambda text: pytest.fail("embedded a stored card"))
@@ -313,8 +309,8 @@ async def test_stored_vectors_match_a_fresh_embedding(offline_judge, rl08):
 def test_the_stored_phrasings_cover_every_card_so_a_start_embeds_none():
     """`python -m grader.calibration.store_exemplars` after any change to a card: every text a
     built-in card's index embeds is stored, so indexing the deck runs no model."""
-    from grader.embedding import recording, stored_phrases
-    from grader.reading import build_index
+    from grader.offline.evidence import build_index
+    from grader.offline.vectors import recording, stored_phrases
 
     stored = stored_phrases()
     for card in default_deck():
@@ -326,7 +322,7 @@ def test_the_stored_phrasings_cover_every_card_so_a_start_embeds_none():
 
 
 def test_stored_phrasings_match_a_fresh_embedding(offline_judge):
-    from grader.embedding import embed_uncached, stored_phrases
+    from grader.offline.vectors import embed_uncached, stored_phrases
 
     stored = stored_phrases()
     sample = sorted(stored)[:: max(1, len(stored) // 24)]  # two dozen, spread over the file
@@ -335,7 +331,7 @@ def test_stored_phrasings_match_a_fresh_embedding(offline_judge):
 
 
 def test_phrasings_stored_for_another_model_are_not_used(tmp_path):
-    from grader.embedding import stored_phrases
+    from grader.offline.vectors import stored_phrases
 
     path = tmp_path / "phrases.npz"
     vectors = np.ones((1, 384), dtype=np.float32)

@@ -145,7 +145,7 @@ def test_the_rules_alone_credit_wrong_follow_up_answers_far_more_often(deck, hel
 def test_the_exemplar_margin_leaves_out_a_writers_own_answers(offline_judge, deck, answers) -> None:
     """Fitting reads each answer as a stranger's: its own writer's answers to the probe are not
     exemplars (the answer itself would otherwise be its own nearest neighbour)."""
-    from grader.followup import exemplar_margin
+    from grader.offline.followup import exemplar_margin
 
     right = next(a for a in answers if a.card_id == "rl-08" and a.kind == "right-plain" and a.author)
     with_own = exemplar_margin(right.card_id, right.point_id, right.answer)
@@ -155,7 +155,7 @@ def test_the_exemplar_margin_leaves_out_a_writers_own_answers(offline_judge, dec
 
 
 def test_the_follow_up_reading_decides_only_the_probed_point(offline_judge, deck) -> None:
-    from grader.followup import followup_features
+    from grader.offline.followup import followup_features
 
     card = deck.get("rl-08")
     point = card.key_point("overoptimization")
@@ -172,7 +172,7 @@ def test_the_follow_up_reading_decides_only_the_probed_point(offline_judge, deck
 def test_the_stored_follow_up_vectors_match_the_labelled_set(deck) -> None:
     """``python -m grader.calibration.train_followups`` stores them; a set changed since then
     would be embedded on first use instead: correct but slow, so it fails here."""
-    from grader.followup import _answers_key, _labelled, _stored_vectors
+    from grader.offline.followup import _answers_key, _labelled, _stored_vectors
 
     for card in deck:
         answers = _labelled(card.id)
@@ -183,7 +183,7 @@ def test_the_stored_follow_up_vectors_match_the_labelled_set(deck) -> None:
 def test_a_follow_up_answer_that_says_nothing_is_not_credited(offline_judge, deck) -> None:
     """Non-answers the reading was not fitted on (its fit adds eight others to every point):
     none reaches any core point of the sample cards."""
-    from grader.followup import followup_features
+    from grader.offline.followup import followup_features
 
     nothing = ("No clue, sorry.", "Could you rephrase that?", "Let me skip this one.", "The capital of France is Paris.")
     for card in (deck.get(card_id) for card_id in SAMPLE):

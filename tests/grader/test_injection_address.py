@@ -13,7 +13,7 @@ import pytest
 
 from cards.deck import default_deck
 from grader.injection import addresses_grader
-from grader.reading import OfflineParams, analyse, card_index
+from grader.offline.evidence import OfflineParams, analyse, card_index
 
 CALIBRATION = Path(__file__).resolve().parents[2] / "grader" / "calibration"
 CLEAN = [("answers.jsonl", "rl-05/concise"), ("near-misses-2.jsonl", "rl-22/missing-core/2/hz6")]

@@ -9,7 +9,7 @@ import pytest
 from cards.deck import load_deck
 from grader.calibration.eval import DEFAULT_SET, FIRST_SET
 from grader.crosscheck import sentence_of, supports
-from grader.offline import injection_matches, injection_spans, quote_is_injection
+from grader.injection import injection_matches, injection_spans, quote_is_injection
 from grader.textnorm import fold
 
 from .attacks import ALL_MET, ATTACK_STYLES, attacked, payload

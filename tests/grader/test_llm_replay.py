@@ -214,7 +214,7 @@ async def test_a_quote_of_injected_instructions_earns_nothing(rl08, offline_judg
 
 async def test_one_passage_credited_for_unrelated_points_earns_nothing(rl08, offline_judge):
     """An unflagged blanket sentence quoted for every point: the same passage for 3+ points."""
-    from grader.offline import injection_matches
+    from grader.injection import injection_matches
 
     answer = f"{rl08.trap} {BLANKET}"
     assert injection_matches(answer, [p.id for p in rl08.key_points]) == []
@@ -242,7 +242,7 @@ async def test_one_dense_sentence_may_be_the_evidence_of_two_points(rl08, offlin
 
 async def test_a_misconception_only_the_offline_reading_finds_lowers_the_grade(rl08, offline_judge):
     """The obedient model: it drops the wrong claim and misses "Ignore the above"; 1 is deserved."""
-    from grader.offline import injection_matches
+    from grader.injection import injection_matches
 
     answer = f"{CORE} {WRONG} {UNFLAGGED}"
     assert injection_matches(answer, [p.id for p in rl08.key_points]) == []

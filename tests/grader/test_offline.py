@@ -9,20 +9,13 @@ import pytest
 
 from cards.deck import default_deck
 from grader.base import PointVerdict
-from grader.offline import (
-    OfflineJudge,
-    clauses,
-    injection_matches,
-    is_claim,
-    lexicon,
-    model_loaded,
-    polarity,
-    reported,
-    same_polarity,
-    sentences,
-    stem,
-)
+from grader.injection import injection_matches
+from grader.offline import OfflineJudge
+from grader.offline.evidence import reported
+from grader.offline.text import clauses, is_claim, lexicon, polarity, same_polarity, sentences
+from grader.offline.vectors import model_loaded
 from grader.scoring import grade_from_judgement, quote_in_answer
+from grader.textnorm import stem
 
 TECHNICAL_PROSE_SET = (
     Path(__file__).resolve().parents[2] / "grader" / "calibration" / "technical-prose.jsonl"
@@ -322,7 +315,7 @@ def test_bfloat16_products_keep_the_embeddings():
     import numpy as np
     import torch
 
-    from grader.offline import _bfloat16_linears, load_base_model
+    from grader.offline.vectors import _bfloat16_linears, load_base_model
 
     texts = [
         "The reward model is only a proxy fitted on a finite set of comparisons.",
@@ -346,7 +339,7 @@ def test_bfloat16_products_keep_the_embeddings():
     [("float32", "float32"), ("bfloat16", "bfloat16"), (" BFloat16 ", "bfloat16")],
 )
 def test_the_embedding_precision_can_be_named(monkeypatch, setting, expected):
-    from grader.offline import embed_precision
+    from grader.offline.vectors import embed_precision
 
     monkeypatch.setenv("TRAPBOT_EMBED_PRECISION", setting)
     assert embed_precision() == expected
@@ -355,7 +348,7 @@ def test_the_embedding_precision_can_be_named(monkeypatch, setting, expected):
 def test_auto_precision_follows_the_cpu(monkeypatch):
     import torch
 
-    from grader.offline import embed_precision
+    from grader.offline.vectors import embed_precision
 
     monkeypatch.setenv("TRAPBOT_EMBED_PRECISION", "auto")
     for probe in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):
@@ -388,7 +381,7 @@ def test_the_weaker_of_two_readings_grades_no_higher_than_either():
     from hypothesis import strategies as st
 
     from grader.base import Judgement, MisconceptionJudgement, PointJudgement
-    from grader.offline import weaker_of
+    from grader.offline.judge import weaker_of
     from grader.scoring import quality_of
 
     deck = list(default_deck())
@@ -416,7 +409,7 @@ def test_the_weaker_of_two_readings_grades_no_higher_than_either():
 
 
 #: Answers that say nothing of the question, none of them among those the learnt reading was
-#: fitted on (``grader.exemplars.NON_ANSWERS``): hedges, and true claims about something else.
+#: fitted on (``grader.offline.exemplars.NON_ANSWERS``): hedges, and true claims about something else.
 UNSEEN_HEDGES = (
     "I am not sure, I would probably just approve it.",
     "It depends on the learning rate.",
@@ -437,7 +430,7 @@ SAY_NOTHING_SAMPLE = ("rl-01", "rl-08", "rl-19", "msft-01")
 
 
 def assert_answers_that_say_nothing_pass_no_card(judge, cards) -> None:
-    from grader.exemplars import NON_ANSWERS
+    from grader.offline.exemplars import NON_ANSWERS
 
     assert not set(UNSEEN_HEDGES + UNSEEN_OFF_TOPIC) & set(NON_ANSWERS)
     hedges, off_topic = {}, {}
@@ -472,14 +465,14 @@ def test_the_learnt_reading_hears_how_long_the_answer_is(offline_judge, rl08):
 
     import numpy as np
 
-    from grader.offline import (
+    from grader.offline.evidence import (
         ALL_MISCONCEPTION_FEATURES,
         ALL_POINT_FEATURES,
         analyse,
         decide,
         features,
-        words,
     )
+    from grader.textnorm import words
 
     index = offline_judge.index(rl08)
     expert = next(a.text for a in rl08.reference_answers if a.kind == "expert")
@@ -507,10 +500,10 @@ def test_packed_embeddings_are_the_models_own(monkeypatch):
     the vector ``SentenceTransformer.encode`` gives it alone, over several rows and passes."""
     import numpy as np
 
-    from grader import embedding, offline
+    from grader.offline import vectors as embedding
 
     monkeypatch.setattr(embedding, "ROWS_PER_PASS", 2)
-    model = offline.load_model()
+    model = embedding.load_model()
     texts = [
         "ok",
         "errors compound ~ eps T^2",
@@ -528,14 +521,14 @@ def test_packed_embeddings_are_the_models_own(monkeypatch):
     )
     assert len(rows) > embedding.ROWS_PER_PASS  # more than one forward pass, several texts a row
     expected = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
-    packed = offline.embed_uncached(texts)
+    packed = embedding.embed_uncached(texts)
     assert packed.shape == expected.shape
     assert float((packed * expected).sum(axis=1).min()) > 0.9999
     assert np.allclose(np.linalg.norm(packed, axis=1), 1.0, atol=1e-5)
 
 
 def test_embeddings_of_recent_texts_are_kept(monkeypatch):
-    import grader.embedding as offline
+    import grader.offline.vectors as offline
 
     texts = [
         "the KL term keeps the policy near the reference",
@@ -555,7 +548,7 @@ def test_embeddings_of_recent_texts_are_kept(monkeypatch):
 
 
 def test_rows_pack_in_order_and_never_overflow():
-    from grader.offline import ROW_TOKENS, pack_rows
+    from grader.offline.vectors import ROW_TOKENS, pack_rows
 
     lengths = [5, ROW_TOKENS - 5, 1, ROW_TOKENS, 300, 300, 2]
     rows = pack_rows(lengths)
@@ -576,7 +569,7 @@ def labelled_rows() -> list[dict]:
 
 
 def assert_a_unit_flagged_as_injection_implies_a_flagged_answer(rows: list[dict]) -> None:
-    from grader.offline import MAX_ANSWER_CHARS
+    from grader.offline.evidence import MAX_ANSWER_CHARS
 
     deck = {card.id: card for card in default_deck()}
     flagged_units = 0
@@ -614,7 +607,7 @@ def test_a_unit_flagged_as_injection_implies_a_flagged_answer():
 def test_an_answer_that_states_a_points_opposite_is_nearer_its_opposites(offline_judge, rl08):
     """The index embeds each point's opposites under that point, and an answer that states one
     reads as nearer the opposite than the point (``against_margin`` > 0)."""
-    from grader.offline import ALL_POINT_FEATURES, decide, features
+    from grader.offline.evidence import ALL_POINT_FEATURES, decide, features
 
     index = offline_judge.index(rl08)
     assert index.opposites is not None

@@ -1,5 +1,5 @@
 """Non-answers and answers to other questions (issue 42 item 13, issue 37): the cheap screens of
-``grader.relevance`` alone, then through the offline judge on a small fixed subset of the set
+``grader.offline.screens`` alone, then through the offline judge on a small fixed subset of the set
 ``python -m grader.calibration.offline_eval non-answers`` generates for every card."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from cards.deck import default_deck
 from grader.base import Judgement, MisconceptionJudgement, PointJudgement, PointVerdict
 from grader.calibration.offline_eval import DENIAL_FRAMES, FILLER, key_terms, memo, whole_key
-from grader.offline import doubts
-from grader.relevance import (
+from grader.offline.judge import doubts
+from grader.offline.screens import (
     OFF_TOPIC_MARGIN,
     denial_frame,
     is_term_list,

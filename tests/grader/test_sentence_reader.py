@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader.sentence_reader import READER_PATH, Example, SentenceReader, fit_part
+from grader.offline.reader import READER_PATH, Example, SentenceReader, fit_part
 
 
 def _unit_rows(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -134,12 +134,12 @@ def test_a_sentence_of_the_other_polarity_does_not_state_the_point():
 
 def test_a_model_that_reads_the_reader_refuses_to_grade_without_it(monkeypatch):
     """A broken install says so at once instead of grading with the reader's columns empty."""
-    from grader import offline
-    from grader.offline import OfflineJudge, PointModel
+    from grader.offline import OfflineJudge, judge
+    from grader.offline.judge import PointModel
 
     model = PointModel.load()
     assert model is not None and model.uses_reader
-    monkeypatch.setattr(offline, "shipped_reader", lambda: None)
+    monkeypatch.setattr(judge, "shipped_reader", lambda: None)
     with pytest.raises(FileNotFoundError, match="sentence reader"):
         OfflineJudge(model=model).reader()
 
@@ -150,10 +150,10 @@ def test_a_fitting_rows_reader_columns_come_from_a_reader_that_never_saw_its_wri
     row (which saw the writer) does not."""
     from cards.deck import default_deck
     from grader.calibration import train
-    from grader.offline import (
+    from grader.offline import OfflineJudge
+    from grader.offline.evidence import (
         ALL_MISCONCEPTION_FEATURES,
         ALL_POINT_FEATURES,
-        OfflineJudge,
         ReaderInput,
         reader_features,
     )
@@ -202,7 +202,7 @@ def test_a_fitting_rows_reader_columns_come_from_a_reader_that_never_saw_its_wri
 
 
 def test_an_ensemble_reads_the_mean_of_its_members_and_loads_as_saved(tmp_path):
-    from grader.sentence_reader import PartEnsemble
+    from grader.offline.reader import PartEnsemble
 
     rng = np.random.default_rng(6)
     points = _neighbours(rng)
@@ -229,12 +229,8 @@ def test_the_fits_read_the_core_point_a_missing_core_answer_leaves_out_more_ofte
     classifier's fit weighs it (``point_weights``, in the fit's order); nothing else is."""
     from cards.deck import default_deck
     from grader.calibration import train
-    from grader.offline import (
-        ALL_MISCONCEPTION_FEATURES,
-        ALL_POINT_FEATURES,
-        OfflineJudge,
-        ReaderInput,
-    )
+    from grader.offline import OfflineJudge
+    from grader.offline.evidence import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES, ReaderInput
 
     card = default_deck().get("rl-01")
     index = OfflineJudge(model=None).index(card)

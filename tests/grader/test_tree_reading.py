@@ -9,7 +9,7 @@ import pytest
 from cards.deck import default_deck
 from grader.base import PointVerdict
 from grader.calibration.train import export_trees
-from grader.offline import PointModel, TreeEnsemble
+from grader.offline.judge import PointModel, TreeEnsemble
 
 sklearn_ensemble = pytest.importorskip("sklearn.ensemble", reason="scikit-learn fits the trees")
 
@@ -67,7 +67,7 @@ def test_a_tree_reading_decides_verdicts_by_its_cut_points():
     misc = sklearn_ensemble.HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(
         x[:, :2], (x[:, 1] > 0).astype(int)
     )
-    from grader.offline import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES
+    from grader.offline.evidence import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES
 
     model = PointModel(
         {
@@ -114,7 +114,7 @@ def test_a_reading_with_a_contradicted_class_reads_it_after_a_credit():
     y = np.select([x[:, 0] > 0.8, x[:, 0] > 0.0, x[:, 1] > 0.5], [2, 1, 3], default=0)
     points = sklearn_ensemble.HistGradientBoostingClassifier(max_iter=60, random_state=0).fit(x, y)
     misc = sklearn_ensemble.HistGradientBoostingClassifier(max_iter=10, random_state=0).fit(x, (x[:, 1] > 0).astype(int))
-    from grader.offline import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES
+    from grader.offline.evidence import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES
 
     data = {
         "point": export_trees(points),

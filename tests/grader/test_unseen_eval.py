@@ -10,12 +10,8 @@ import numpy as np
 from cards.deck import default_deck
 from grader.calibration import train, unseen
 from grader.calibration.offline_eval import rows as set_rows
-from grader.offline import (
-    ALL_MISCONCEPTION_FEATURES,
-    ALL_POINT_FEATURES,
-    OfflineJudge,
-    ReaderInput,
-)
+from grader.offline import OfflineJudge
+from grader.offline.evidence import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES, ReaderInput
 
 CARDS = ("rl-01", "rl-02", "rl-08")
 
@@ -122,8 +118,8 @@ def test_each_card_is_graded_by_fits_that_never_saw_it_and_a_rerun_reads_the_cac
 def test_a_card_read_without_its_labelled_answers_is_unsure_more_often(offline_judge, rl08):
     """The same judge (shipped model and reader) on rl-08's held-out answers: with the card's
     exemplars it doubts 4 of 13, with only the non-answers a user's card gets 6."""
-    from grader.offline import PointModel
-    from grader.sentence_reader import shipped_reader
+    from grader.offline.judge import PointModel
+    from grader.offline.reader import shipped_reader
 
     as_user_card = unseen.UnseenCardJudge(PointModel.load(), shipped_reader())
     answers = [r["answer"] for r in set_rows("heldout.jsonl") if r["card_id"] == rl08.id]

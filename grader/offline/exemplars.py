@@ -35,8 +35,8 @@ import numpy as np
 
 from cards.schema import Card
 
-TRAINING_SET = Path(__file__).resolve().parent / "calibration" / "training.jsonl"
-CALIBRATION_SET = Path(__file__).resolve().parent / "calibration" / "answers.jsonl"
+TRAINING_SET = Path(__file__).resolve().parents[1] / "calibration" / "training.jsonl"
+CALIBRATION_SET = Path(__file__).resolve().parents[1] / "calibration" / "answers.jsonl"
 LABEL_VALUE = {"present": 1.0, "partial": 0.5, "absent": 0.0, "contradicted": 0.0}
 #: Answers at most this long lend their sentences as exemplars of what they were credited with.
 SHORT_ANSWER_WORDS = 45
@@ -319,7 +319,7 @@ def contrasts(
 #: Every card's exemplars embedded ahead (``python -m grader.calibration.store_exemplars``), so a
 #: start does not spend minutes of CPU on them; a card whose key or answers changed is embedded on
 #: first use.
-VECTORS_PATH = Path(__file__).resolve().parent / "models" / "exemplars.npz"
+VECTORS_PATH = Path(__file__).resolve().parents[1] / "models" / "exemplars.npz"
 _CACHE: dict[tuple[str, str], Exemplars] = {}
 _CACHE_LOCK = threading.Lock()
 _STORED: dict[str, np.ndarray] | None = None
@@ -375,7 +375,7 @@ def card_exemplars(
 
 
 #: How exemplars are read for one card: the card's version and a function giving an answer's
-#: vector and its claim units' vectors (``grader.reading.exemplar_reading``, passed in so this
+#: vector and its claim units' vectors (``grader.offline.evidence.exemplar_reading``, passed in so this
 #: module stays below the reading that uses it).
 ExemplarReading = Callable[
     [Card], tuple[str, Callable[[str], tuple[np.ndarray | None, list[np.ndarray]]]]

@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-READER_PATH = Path(__file__).resolve().parent / "models" / "sentence_reader.npz"
+READER_PATH = Path(__file__).resolve().parents[1] / "models" / "sentence_reader.npz"
 RANK = 64
-#: Training targets: what share of a point's credit a label gives (``grader.exemplars``'s values).
+#: Training targets: what share of a point's credit a label gives (``grader.offline.exemplars``'s values).
 POINT_TARGET = {"present": 1.0, "partial": 0.7, "absent": 0.0, "contradicted": 0.0}
 #: Units beyond this many (a very long answer) are not read by the fit; inference reads all.
 MAX_UNITS = 96

@@ -1,7 +1,7 @@
 """How the offline judge reads an answer against a card: the per-card phrasings (``card_index``),
 the analysis of an answer (``analyse``), the evidence and features the learnt reading reads
 (``evidence``, ``features``), and the hand rules' decision (``decide``). ``grader.offline``
-holds the learnt reading and the judge around it; ``grader.followup`` reads a follow-up answer
+holds the learnt reading and the judge around it; ``grader.offline.followup`` reads a follow-up answer
 with these same functions, so they sit below both. See ``grader.offline`` for the whole pipeline.
 """
 
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from grader.base import Judgement, MisconceptionJudgement, PointJudgement, PointVerdict
-from grader.embedding import embed
-from grader.exemplars import (
+from grader.injection import INJECTION_PROTOTYPES, addresses_grader, injection_matches
+from grader.offline.exemplars import (
     MISC_CONTRAST_FEATURES,
     POINT_CONTRAST_FEATURES,
     VOTE_FEATURES,
@@ -28,9 +28,8 @@ from grader.exemplars import (
     contrasts,
     votes,
 )
-from grader.injection import INJECTION_PROTOTYPES, addresses_grader, injection_matches
-from grader.sentence_reader import SentenceReader
-from grader.textparse import (
+from grader.offline.reader import SentenceReader
+from grader.offline.text import (
     Lexicon,
     Span,
     Tokens,
@@ -45,6 +44,7 @@ from grader.textparse import (
     word_count,
     words,
 )
+from grader.offline.vectors import embed
 
 if TYPE_CHECKING:
     from cards.schema import Card
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 MAX_ANSWER_CHARS = 8000
 
 # The pipeline's first stages live in their own modules and are re-exported here:
-# grader.textparse (text), grader.injection (instructions to the grader), grader.embedding (vectors).
+# grader.offline.text (text), grader.injection (instructions to the grader), grader.offline.vectors (vectors).
 
 # ----- per-card phrasings, embedded once per card version ---------------------------------------
 
@@ -452,7 +452,7 @@ _REJECTION = re.compile(
     r"rather than|instead of|common answer|tempting|naive|naively)\b",
     re.IGNORECASE,
 )
-#: The sentence reader's (``grader.sentence_reader``): P(some sentence states the point), and
+#: The sentence reader's (``grader.offline.reader``): P(some sentence states the point), and
 #: that less the best P of the card's other points (one sentence proves one thing).
 READER_POINT_FEATURES = ("reader_point", "reader_margin")
 READER_MISC_FEATURES = ("reader_asserted",)
@@ -470,7 +470,7 @@ ALL_MISCONCEPTION_FEATURES = (
     + READER_MISC_FEATURES
 )
 READER_FEATURES = frozenset((*READER_POINT_FEATURES, *READER_MISC_FEATURES))
-#: The features read from the card's labelled answers (``grader.exemplars``).
+#: The features read from the card's labelled answers (``grader.offline.exemplars``).
 EXEMPLAR_FEATURES = frozenset(
     (
         *VOTE_FEATURES,
@@ -781,7 +781,7 @@ def claim_vectors(analysis: Analysis, usable: np.ndarray) -> tuple[np.ndarray | 
 def answer_votes(
     analysis: Analysis, usable: np.ndarray, exemplars: Exemplars | None, n_points: int, n_misc: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The exemplars' votes and contrasts (``grader.exemplars``) for this answer."""
+    """The exemplars' votes and contrasts (``grader.offline.exemplars``) for this answer."""
     whole, unit_vectors = claim_vectors(analysis, usable)
     point_votes, misc_votes = votes(exemplars, whole, unit_vectors, n_points, n_misc)
     point_contrasts, misc_contrasts = contrasts(exemplars, unit_vectors, n_points, n_misc)
@@ -802,7 +802,7 @@ def exemplar_vectors(
 def exemplar_reading(
     card: Card,
 ) -> tuple[str, Callable[[str], tuple[np.ndarray | None, list[np.ndarray]]]]:
-    """The card's version and how its exemplars are read (``grader.exemplars.store``)."""
+    """The card's version and how its exemplars are read (``grader.offline.exemplars.store``)."""
     index = card_index(card)
     return index.version, lambda text: exemplar_vectors(card, index, text)
 

@@ -25,9 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from grader.base import Judgement, PointJudgement, PointVerdict
-from grader.embedding import embed
-from grader.exemplars import Exemplars
-from grader.reading import (
+from grader.offline.evidence import (
     ALL_MISCONCEPTION_FEATURES,
     ALL_POINT_FEATURES,
     CardIndex,
@@ -37,13 +35,15 @@ from grader.reading import (
     evidence,
     features,
 )
+from grader.offline.exemplars import Exemplars
+from grader.offline.vectors import embed
 
 if TYPE_CHECKING:
     from cards.schema import Card
 
-FOLLOWUP_MODEL_PATH = Path(__file__).resolve().parent / "followup_model.json"
+FOLLOWUP_MODEL_PATH = Path(__file__).resolve().parents[1] / "followup_model.json"
 #: The labelled answers' vectors, stored ahead by ``grader.calibration.train_followups``.
-FOLLOWUP_VECTORS_PATH = Path(__file__).resolve().parent / "models" / "followup_exemplars.npz"
+FOLLOWUP_VECTORS_PATH = Path(__file__).resolve().parents[1] / "models" / "followup_exemplars.npz"
 #: Misconception features that carry over to one point: the strongest over the card's misconceptions.
 MISC_SIGNALS = ("misc_any", "misc_margin", "misc_said", "misc_nearest_negated", "misc_rejected")
 RULE_VERDICTS = ("present", "partial", "contradicted")

@@ -143,7 +143,7 @@ _EMBED_LOCK = threading.Lock()
 #: The float32 vectors of every text the built-in deck's card indexes and exemplars embed
 #: (``python -m grader.calibration.store_exemplars`` writes it), so neither a start nor a test
 #: embeds them again: about 2 s of CPU a card. Stored for one model; another model ignores it.
-PHRASES_PATH = Path(__file__).resolve().parent / "models" / "phrases.npz"
+PHRASES_PATH = Path(__file__).resolve().parents[1] / "models" / "phrases.npz"
 _PHRASES: dict[str, np.ndarray] | None = None
 _RECORDING: list[set[str]] = []
 

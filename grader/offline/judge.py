@@ -32,22 +32,22 @@ How it reads an answer:
 
 7. The learnt reading (``PointModel``, fitted by ``grader.calibration.train``) reads those
    similarities and matches as features, with the votes of the card's labelled answers
-   (``grader.exemplars``) and, per point, whether one sentence states it by the sentence
-   reader (``grader.sentence_reader``).
+   (``grader.offline.exemplars``) and, per point, whether one sentence states it by the sentence
+   reader (``grader.offline.reader``).
 
 The verdicts (with the matched unit as the verbatim quote) go through
 ``grader.scoring.grade_from_judgement`` like every judge's.
 
-Around the reading (``OfflineJudge.judge``), ``grader.relevance`` screens a whole answer: a bare
+Around the reading (``OfflineJudge.judge``), ``grader.offline.screens`` screens a whole answer: a bare
 list of terms and a copy of the question earn nothing, a leading denial frame ("It is not true
 that ...") contradicts what its claim states, and an answer whose words are nearer another
 card's question cannot pass. Each judgement says which verdicts it is unsure of (``doubts``):
 the ones whose probability is within ``SURE_MARGIN`` of its cut and could turn pass/fail.
 
-The pipeline's modules: ``grader.textparse`` (text), ``grader.injection``, ``grader.embedding``
-(vectors), ``grader.exemplars`` and ``grader.sentence_reader`` (evidence the learnt reading
-reads), ``grader.reading`` (phrasings, analysis, features and the hand rules' decision, shared
-with ``grader.followup``), this module (the learnt reading and the judge), ``grader.relevance``.
+The pipeline's modules: ``grader.offline.text`` (text), ``grader.injection``, ``grader.offline.vectors``
+(vectors), ``grader.offline.exemplars`` and ``grader.offline.reader`` (evidence the learnt reading
+reads), ``grader.offline.evidence`` (phrasings, analysis, features and the hand rules' decision, shared
+with ``grader.offline.followup``), this module (the learnt reading and the judge), ``grader.offline.screens``.
 """
 
 from __future__ import annotations
@@ -71,29 +71,6 @@ from grader.base import (
     PointJudgement,
     PointVerdict,
 )
-from grader.embedding import (  # noqa: F401 - re-exported: the judge's public names
-    EMBED_CACHE_SIZE,
-    ROW_TOKENS,
-    ROWS_PER_PASS,
-    _bfloat16_linears,
-    embed,
-    embed_precision,
-    embed_uncached,
-    load_base_model,
-    load_model,
-    model_loaded,
-    pack_rows,
-)
-from grader.exemplars import (  # noqa: F401 - re-exported
-    MISC_CONTRAST_FEATURES,
-    POINT_CONTRAST_FEATURES,
-    VOTE_FEATURES,
-    Exemplars,
-    card_exemplars,
-    contrasts,
-    votes,
-)
-from grader.followup import FollowUpModel, followup_features, probe_exemplars
 from grader.injection import (  # noqa: F401 - re-exported: the LLM judge and the cross-check read them here
     INJECTION_PATTERNS,
     INJECTION_PROTOTYPES,
@@ -101,7 +78,7 @@ from grader.injection import (  # noqa: F401 - re-exported: the LLM judge and th
     injection_spans,
     quote_is_injection,
 )
-from grader.reading import (  # noqa: F401 - re-exported: the judge's public names
+from grader.offline.evidence import (  # noqa: F401 - re-exported: the judge's public names
     ALL_MISCONCEPTION_FEATURES,
     ALL_POINT_FEATURES,
     EXEMPLAR_FEATURES,
@@ -137,7 +114,18 @@ from grader.reading import (  # noqa: F401 - re-exported: the judge's public nam
     reader_input,
     reported,
 )
-from grader.relevance import (
+from grader.offline.exemplars import (  # noqa: F401 - re-exported
+    MISC_CONTRAST_FEATURES,
+    POINT_CONTRAST_FEATURES,
+    VOTE_FEATURES,
+    Exemplars,
+    card_exemplars,
+    contrasts,
+    votes,
+)
+from grader.offline.followup import FollowUpModel, followup_features, probe_exemplars
+from grader.offline.reader import SentenceReader, shipped_reader
+from grader.offline.screens import (
     OFF_TOPIC_MARGIN,
     denial_frame,
     is_term_list,
@@ -145,9 +133,7 @@ from grader.relevance import (
     stem_pairs,
     topic_index,
 )
-from grader.scoring import grade_from_judgement
-from grader.sentence_reader import SentenceReader, shipped_reader
-from grader.textparse import (  # noqa: F401 - re-exported
+from grader.offline.text import (  # noqa: F401 - re-exported
     STOPWORDS,
     Lexicon,
     Span,
@@ -164,11 +150,25 @@ from grader.textparse import (  # noqa: F401 - re-exported
     word_count,
     words,
 )
+from grader.offline.vectors import (  # noqa: F401 - re-exported: the judge's public names
+    EMBED_CACHE_SIZE,
+    ROW_TOKENS,
+    ROWS_PER_PASS,
+    _bfloat16_linears,
+    embed,
+    embed_precision,
+    embed_uncached,
+    load_base_model,
+    load_model,
+    model_loaded,
+    pack_rows,
+)
+from grader.scoring import grade_from_judgement
 
 if TYPE_CHECKING:
     from cards.schema import Card
 
-MODEL_PATH = Path(__file__).resolve().parent / "offline_model.json"
+MODEL_PATH = Path(__file__).resolve().parents[1] / "offline_model.json"
 
 
 class TreeEnsemble:
@@ -529,7 +529,7 @@ def without_flagged(analysis: Analysis, params: OfflineParams) -> str:
     return " ".join(" ".join(piece.split()) for piece in pieces if piece.strip())
 
 
-# ----- non-answers (grader.relevance) ----------------------------------------------------------------
+# ----- non-answers (grader.offline.screens) ----------------------------------------------------------------
 
 LISTS_TERMS = "The answer is a list of terms; a list states no mechanism, so it earns nothing."
 COPIES_QUESTION = "The answer repeats the question; say what happens and why."
@@ -626,7 +626,7 @@ class OfflineJudge:
         answers to the card's question, the rules are what short texts read alone (a follow-up
         answer, a quote the cross-check reads) were measured with.
 
-        A whole answer (not ``rules``) is first screened (``grader.relevance``): a bare list of
+        A whole answer (not ``rules``) is first screened (``grader.offline.screens``): a bare list of
         terms earns nothing, sentences that copy the question are left out, a frame that
         denies the claim after it ("It is not true that ...") contradicts the points that
         claim states, and an answer nearer another card's question than this one's passes
@@ -713,7 +713,7 @@ class OfflineJudge:
 
     def judge_followup(self, card: Card, answer: str, point_id: str | None = None) -> Judgement:
         """An answer to one key point's probe (``card`` carries the probe as its question):
-        that point read by the follow-up reading (``grader.followup``) when it is loaded, the
+        that point read by the follow-up reading (``grader.offline.followup``) when it is loaded, the
         rest (and everything, without it) by the rules (see ``judge``)."""
         if self.followup_model is None or point_id is None:
             return self.judge(card, answer, rules=True)

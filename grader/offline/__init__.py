@@ -1,0 +1,5 @@
+"""The offline judge (placeholder, filled below)."""
+
+from grader.offline.judge import OfflineJudge
+
+__all__ = ["OfflineJudge"]
