@@ -45,6 +45,7 @@ from cards.deck import default_deck
 from grader.base import Judgement, MisconceptionJudgement, PointJudgement
 from grader.calibration.eval import DEFAULT_SET, PASS_QUALITY, TRAP_KINDS
 from grader.calibration.eval import quadratic_weighted_kappa as qwk
+from grader.calibration.reader_fit import POINT_TARGET, Example, fit_part, save
 from grader.calibration.regrade import rule_grade, stale_labels
 from grader.offline import OfflineJudge
 from grader.offline.evidence import (
@@ -69,14 +70,7 @@ from grader.offline.exemplars import (
     non_answer_rows,
 )
 from grader.offline.judge import MODEL_PATH, PointModel
-from grader.offline.reader import (
-    POINT_TARGET,
-    READER_PATH,
-    Example,
-    PartEnsemble,
-    SentenceReader,
-    fit_part,
-)
+from grader.offline.reader import READER_PATH, PartEnsemble, SentenceReader
 from grader.scoring import INJECTION_CAP, quality_of
 
 #: The point model's classes: a contradicted point is a class of its own (3), so a confident
@@ -556,7 +550,7 @@ def main(argv: list[str] | None = None) -> int:
     from grader.calibration.store_exemplars import store_exemplars
 
     store_exemplars()  # the exemplars as the shipped model will read them
-    fit_reader(rows).save(READER_PATH)
+    save(fit_reader(rows), READER_PATH)
     print(f"wrote {READER_PATH}")
     return 0
 

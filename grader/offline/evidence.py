@@ -802,7 +802,7 @@ def exemplar_vectors(
 def exemplar_reading(
     card: Card,
 ) -> tuple[str, Callable[[str], tuple[np.ndarray | None, list[np.ndarray]]]]:
-    """The card's version and how its exemplars are read (``grader.offline.exemplars.store``)."""
+    """The card's version and how its exemplars are read (``grader.calibration.store_exemplars.store``)."""
     index = card_index(card)
     return index.version, lambda text: exemplar_vectors(card, index, text)
 

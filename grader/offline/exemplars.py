@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -372,36 +371,3 @@ def card_exemplars(
         with _CACHE_LOCK:
             _CACHE[cache_key] = found
     return found
-
-
-#: How exemplars are read for one card: the card's version and a function giving an answer's
-#: vector and its claim units' vectors (``grader.offline.evidence.exemplar_reading``, passed in so this
-#: module stays below the reading that uses it).
-ExemplarReading = Callable[
-    [Card], tuple[str, Callable[[str], tuple[np.ndarray | None, list[np.ndarray]]]]
-]
-
-
-def store(
-    cards: Sequence[Card], reading: ExemplarReading, path: Path = VECTORS_PATH, *, keep_others: bool = False
-) -> None:
-    """Embed ``cards``' exemplars as ``reading`` reads them and write them to ``path`` (a line
-    per card); with ``keep_others``, the stored vectors of every other card are kept."""
-    arrays: dict[str, np.ndarray] = {}
-    if keep_others and path.exists():
-        renewed = {card.id for card in cards}
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {name: data[name] for name in data.files if name.split("/", 1)[0] not in renewed}
-    for number, card in enumerate(cards, 1):
-        version, answer_vector = reading(card)
-        answers = labelled_answers(card)
-        built = build_exemplars(answers, answer_vector)
-        arrays[f"{card.id}/key"] = np.asarray(fingerprint(card, version, answers))
-        arrays[f"{card.id}/ids"] = np.asarray([a.id for a in built.answers])
-        arrays[f"{card.id}/answers"] = built.answer_vectors.astype(np.float16)
-        arrays[f"{card.id}/claims"] = built.claim_vectors.astype(np.float16)
-        arrays[f"{card.id}/owner"] = built.claim_owner.astype(np.int32)
-        arrays[f"{card.id}/short"] = np.asarray([is_short(a) for a in built.answers], dtype=bool)
-        print(f"  [{number}/{len(cards)}] {card.id}: {len(built.answers)} answers", file=sys.stderr, flush=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, **arrays)

@@ -71,57 +71,31 @@ from grader.base import (
     PointJudgement,
     PointVerdict,
 )
-from grader.injection import (  # noqa: F401 - re-exported: the LLM judge and the cross-check read them here
-    INJECTION_PATTERNS,
-    INJECTION_PROTOTYPES,
-    injection_matches,
-    injection_spans,
-    quote_is_injection,
-)
-from grader.offline.evidence import (  # noqa: F401 - re-exported: the judge's public names
+from grader.offline.evidence import (
     ALL_MISCONCEPTION_FEATURES,
     ALL_POINT_FEATURES,
     EXEMPLAR_FEATURES,
     MAX_ANSWER_CHARS,
-    MAX_INDEXED_CARDS,
     MISCONCEPTION_FEATURES,
     POINT_FEATURES,
     READER_DENIAL_CUT,
     READER_FEATURES,
-    READER_MISC_FEATURES,
-    READER_POINT_FEATURES,
     Analysis,
     CardIndex,
     Evidence,
     OfflineParams,
-    Phrasings,
-    ReaderInput,
     Unit,
     analyse,
-    answer_votes,
-    build_index,
     card_index,
-    claim_vectors,
     decide,
     evidence,
     exemplar_vectors,
     features,
     feedback_for,
-    lexical_hits,
-    list_items,
-    phrase_hits,
-    reader_features,
-    reader_input,
-    reported,
 )
-from grader.offline.exemplars import (  # noqa: F401 - re-exported
-    MISC_CONTRAST_FEATURES,
-    POINT_CONTRAST_FEATURES,
-    VOTE_FEATURES,
+from grader.offline.exemplars import (
     Exemplars,
     card_exemplars,
-    contrasts,
-    votes,
 )
 from grader.offline.followup import FollowUpModel, followup_features, probe_exemplars
 from grader.offline.reader import SentenceReader, shipped_reader
@@ -133,35 +107,13 @@ from grader.offline.screens import (
     stem_pairs,
     topic_index,
 )
-from grader.offline.text import (  # noqa: F401 - re-exported
-    STOPWORDS,
-    Lexicon,
-    Span,
-    Tokens,
+from grader.offline.text import (
     clauses,
-    is_claim,
-    lexicon,
-    phrase_hit,
-    polarity,
-    same_polarity,
-    scoped_tokens,
     sentences,
-    stem,
     word_count,
-    words,
 )
-from grader.offline.vectors import (  # noqa: F401 - re-exported: the judge's public names
-    EMBED_CACHE_SIZE,
-    ROW_TOKENS,
-    ROWS_PER_PASS,
-    _bfloat16_linears,
-    embed,
-    embed_precision,
-    embed_uncached,
-    load_base_model,
+from grader.offline.vectors import (
     load_model,
-    model_loaded,
-    pack_rows,
 )
 from grader.scoring import grade_from_judgement
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader.offline.reader import READER_PATH, Example, SentenceReader, fit_part
+from grader.calibration.reader_fit import Example, fit_part, save
+from grader.offline.reader import READER_PATH, SentenceReader
 
 
 def _unit_rows(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -75,7 +76,7 @@ def test_a_saved_reader_loads_to_the_same_reading(tmp_path):
     part = fit_part(_answers(rng, points, 20), epochs=2)
     reader = SentenceReader(part, part)
     path = tmp_path / "reader.npz"
-    reader.save(path)
+    save(reader, path)
     loaded = SentenceReader.load(path)
     assert loaded is not None
     units = _unit_rows(rng, 4)
@@ -216,7 +217,7 @@ def test_an_ensemble_reads_the_mean_of_its_members_and_loads_as_saved(tmp_path):
     read = ensemble.probabilities("card", ["p0"], points[:1], owner, units)
     np.testing.assert_allclose(read, (each[0] + each[1]) / 2)
     path = tmp_path / "reader.npz"
-    SentenceReader(ensemble, members[0]).save(path)
+    save(SentenceReader(ensemble, members[0]), path)
     loaded = SentenceReader.load(path)
     assert loaded is not None
     assert isinstance(loaded.points, PartEnsemble) and len(loaded.points.members) == 2
