@@ -501,6 +501,7 @@ def fitting_rows(training: Path = TRAINING_SET, calibration: Path = DEFAULT_SET,
     rows = read_rows(training_rows(training, calibration))
     add_reader_features(rows)
     if cache:
+        cache.parent.mkdir(parents=True, exist_ok=True)
         cache.write_bytes(pickle.dumps(rows))
     return rows
 

@@ -126,3 +126,15 @@ def test_a_card_read_without_its_labelled_answers_is_unsure_more_often(offline_j
     with_exemplars = sum(bool(offline_judge.judge(rl08, a).unsure_points) for a in answers)
     without = sum(bool(as_user_card.judge(rl08, a).unsure_points) for a in answers)
     assert len(answers) == 13 and without > with_exemplars
+
+
+def test_the_fitting_rows_cache_is_written_into_a_folder_that_does_not_exist_yet(monkeypatch, tmp_path):
+    """A fresh machine has no cache folder: the rows, minutes of work, must still be kept."""
+    from grader.calibration import train
+
+    monkeypatch.setattr(train, "training_rows", lambda *_: [])
+    monkeypatch.setattr(train, "read_rows", lambda data: ["row"])
+    monkeypatch.setattr(train, "add_reader_features", lambda rows: None)
+    cache = tmp_path / "new" / "folder" / "rows.pkl"
+    assert train.fitting_rows(cache=cache) == ["row"]
+    assert cache.exists() and train.fitting_rows(cache=cache) == ["row"]
