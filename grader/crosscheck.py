@@ -8,7 +8,7 @@ is absent (``verify``):
    boundaries after folding, ``MIN_QUOTE_WORDS`` words or one of the point's accepted
    phrasings): a forged, trivial or empty quote earns nothing;
 2. the quote is not (part of) a sentence the injection detector flagged as instructions to
-   the grader (``grader.offline.injection_spans``);
+   the grader (``grader.injection.injection_spans``);
 3. the same passage is not credited for unrelated points: a passage credited for more than
    ``MAX_POINTS_PER_PASSAGE`` points (quotes equal or one inside another, after folding) is a
    blanket claim ("the preceding paragraph establishes each mechanism"), and keeps each
