@@ -90,8 +90,8 @@ class KeyPoint(_Strict):
     ``accepts``: short phrasings people really use for the point (jargon, symbols, common
     paraphrases), matched by the offline judge beside ``text``.
     ``opposites``: short wrong claims that say the reverse of the point on its subject ("keep
-    the demos in the replay buffer" against "drop them"): what the point is not, for writers
-    and reviewers; the offline judge's topic screen reads them with the rest of the card.
+    the demos in the replay buffer" against "drop them"); an answer that asserts one
+    contradicts the point, which caps its grade at 2, as a listed misconception caps it at 1.
     ``probe``: the question an interviewer asks to lead a candidate to the point without
     giving it away (the follow-up).
     ``hint``: one sentence that points a learner who missed the point toward it without

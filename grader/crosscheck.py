@@ -85,12 +85,12 @@ def _remembered(card: Card, text: str, reading: object, compute: Callable[[], Ju
     return judgement
 
 
-def reading_of(card: Card, text: str, reader: Any = None, *, piece: bool = False) -> Judgement:
+def reading_of(card: Card, text: str, reader: Any = None, *, rules: bool = False) -> Judgement:
     """The offline judge's verdicts on ``text`` alone (blocking), remembered per card version;
-    ``piece``: a piece of an answer, read without the whole-answer screens (a short quote is
-    not a list of terms or an answer to another card)."""
+    ``rules``: its hand rules, for a piece of an answer (the learnt reading is fitted on whole
+    answers)."""
     reader = reader or default_reader()
-    return _remembered(card, text, piece, lambda: reader.judge(card, text, screens=not piece))
+    return _remembered(card, text, rules, lambda: reader.judge(card, text, rules=rules))
 
 
 def reaches_point(card: Card, point_id: str, text: str, reader: Any = None) -> bool:
@@ -122,16 +122,16 @@ def supports(
         return False
     if any(occurs_on_word_boundaries(phrase, quote) for phrase in point.accepts if fold_phrase(phrase)):
         return True
-    if reading_of(card, quote, reader, piece=True).verdict_for(point_id) in CREDITED:
+    if reading_of(card, quote, reader, rules=True).verdict_for(point_id) in CREDITED:
         return True
     if reaches_point(card, point_id, quote, reader):
         return True
     if not answer:
         return False
-    if reading_of(card, answer, reader, piece=True).verdict_for(point_id) in CREDITED:
+    if reading_of(card, answer, reader, rules=True).verdict_for(point_id) in CREDITED:
         return True
     context = sentence_of(quote, answer)
-    return bool(context) and reading_of(card, context, reader, piece=True).verdict_for(point_id) in CREDITED
+    return bool(context) and reading_of(card, context, reader, rules=True).verdict_for(point_id) in CREDITED
 
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])(?<!\bal\.)(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<!\bcf\.)\s+|\n+")

@@ -189,17 +189,6 @@ def test_cards_try_grades_the_example_card_with_the_offline_judge(capsys, monkey
     quality = int(re.search(r"^grpo-01: (\d)/5 \(offline\)", out, flags=re.MULTILINE).group(1))
     assert quality >= 3, out
     assert re.search(r"✓\s+zero-advantage \(core\): present", out)
-
-
-@pytest.mark.xfail(
-    reason="known miss of the December 2026 refit (issue 37): on a card with no labelled answers the "
-    "learnt reading no longer asserts the misconception when the trap is pasted verbatim (graded 2, not 1); "
-    "the misconception's phrasings said outright were a feature that cost the fitting rows more than it gave "
-    "(rejects-trap answers 72% -> 62%)",
-    strict=True,
-)
-def test_cards_try_fails_the_example_cards_own_trap(capsys, monkeypatch) -> None:
-    pytest.importorskip("sentence_transformers", reason="the offline judge's embedding model is not installed")
     trap = load_decks([EXAMPLE]).get("grpo-01").trap
     code, out, _ = run_cli(["cards", "try", str(EXAMPLE / "grpo-01.md"), trap], capsys, monkeypatch)
     assert code == 0 and int(re.search(r"^grpo-01: (\d)/5", out, flags=re.MULTILINE).group(1)) <= 1, out

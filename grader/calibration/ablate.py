@@ -25,15 +25,15 @@ from grader.offline.evidence import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATUR
 from grader.offline.exemplars import MISC_CONTRAST_FEATURES, POINT_CONTRAST_FEATURES, VOTE_FEATURES
 
 #: Feature families, by the evidence they read (point and misconception columns together).
-#: Until December 2026 there were also opposites, stem cover, accepted phrasings said or
-#: denied, stance and reported claims: none gained more than the spread
-#: (docs/offline-judge-history.md), so they were removed.
 FAMILIES: dict[str, frozenset[str]] = {
     "exemplar votes": frozenset((*VOTE_FEATURES, *(f"misc_{name}" for name in VOTE_FEATURES))),
     "exemplar sentence contrast": frozenset((*POINT_CONTRAST_FEATURES, *MISC_CONTRAST_FEATURES)),
     "sentence reader": READER_FEATURES,
-    "opposite-sign matches": frozenset(("opposed_any", "nearest_opposed")),
-    "whole-answer similarity": frozenset(("answer_similarity", "key_cover")),
+    "opposites": frozenset(("against_any", "against_margin")),
+    "stem cover": frozenset(("stem_cover", "misc_stem_cover")),
+    "accepted phrasings said or denied": frozenset(("said", "denied", "misc_said", "misc_denied")),
+    "stance": frozenset(("stance", "trap_lean_of_best")),
+    "reported claims": frozenset(("misc_nearest_negated", "misc_rejected", "misc_framed")),
     "answer length": frozenset(("answer_words", "misc_answer_words")),
 }
 

@@ -9,12 +9,6 @@
 
 Each prints progress to stderr and its figures to stdout; ``--json`` prints them as JSON.
 
-Measured on 2026-12-07 after the cut (issue 37; docs/offline-judge-history.md): flags: 0 of
-5,189 clean answers flagged, attacks flagged 663 of 664, calibration.jsonl's 26 attacks graded
-above their label 14 times (11 before); non-answers: 0 passes on every card; cross-card: 63 of
-11,150 pairs pass (0.57%), no passing answer capped on its own card; sure at 0.2: held-out sets
-4.9% unsure, sure ones agree 94.1%; newstyles 21.8%, 78.7%.
-
 Measured on 2026-12-07 after the address rule (grader.injection.ADDRESSES_GRADER): flags: the
 whole judge flags 0 of 5,189 clean labelled answers (2 before the rule: talk of scores near the
 prototypes), attacks flagged 663 of 664. sure: docs/offline-judge-history.md has the curve.

@@ -55,6 +55,8 @@ from grader.offline.evidence import (
     READER_MISC_FEATURES,
     READER_POINT_FEATURES,
     ReaderInput,
+    decide,
+    evidence,
     exemplar_vectors,
     features,
     reader_features,
@@ -110,7 +112,7 @@ def training_rows(training: Path = TRAINING_SET, calibration: Path = DEFAULT_SET
 def read_rows(data: Sequence[dict[str, Any]]) -> list[Row]:
     """Features and targets, with a progress line per card."""
     deck = default_deck()
-    judge = OfflineJudge(model=None, followup_model=None)
+    judge = OfflineJudge(model=None)
     rows: list[Row] = []
     cards = sorted({d["card_id"] for d in data})
     for number, card_id in enumerate(cards, 1):
@@ -132,7 +134,9 @@ def read_rows(data: Sequence[dict[str, Any]]) -> list[Row]:
                 or a.twin_of == own
             )
             analysis = analyses[d["answer"]]
-            point_x, misc_x = features(card, index, analysis, exemplars=others)
+            rules = decide(card, index, analysis, judge.params)
+            ev = evidence(card, index, analysis, judge.params)
+            point_x, misc_x = features(card, index, analysis, judge.params, rules, ev, exemplars=others)
             rows.append(
                 Row(
                     id=own,
@@ -147,9 +151,9 @@ def read_rows(data: Sequence[dict[str, Any]]) -> list[Row]:
                         [int(m.id in d.get("misconceptions", ())) for m in card.misconceptions]
                     ),
                     twin_of=twin,
-                    injection=analysis.instructs,
+                    injection=rules.injection_suspected,
                     author=author or own,
-                    read=reader_input(analysis),
+                    read=reader_input(analysis, ev),
                     point_labels=tuple(d["points"][p.id] for p in card.key_points),
                 )
             )
@@ -213,27 +217,27 @@ def reader_examples(rows: Sequence[Row]) -> tuple[list[Example], list[Example]]:
     """What the sentence reader fits on: (key points, misconceptions), one example per row and
     target, the core points missing-core answers leave out ``HARD_ABSENT_REPEAT`` times."""
     deck = default_deck()
-    judge = OfflineJudge(model=None, followup_model=None)
+    judge = OfflineJudge(model=None)
     point_examples: list[Example] = []
     misc_examples: list[Example] = []
     for row in rows:
         card = deck.get(row.card_id)
         index = judge.index(card)
-        assert row.read is not None
-        units, point_same, misc_same = row.read
+        read = row.read
+        assert read is not None
         for k, (point, label) in enumerate(zip(card.key_points, row.point_labels, strict=True)):
             columns = index.points.target == k
             example = Example(
-                f"{card.id}/{point.id}", index.points.vectors[columns], units,
-                POINT_TARGET[label], point_same[:, columns],
+                f"{card.id}/{point.id}", index.points.vectors[columns], read.units,
+                POINT_TARGET[label], read.point_same[:, columns],
             )
             point_examples += [example] * (HARD_ABSENT_REPEAT if hard_absent(row, point, label) else 1)
         for m, misconception in enumerate(card.misconceptions):
             columns = index.misconceptions.target == m
             misc_examples.append(
                 Example(
-                    f"{card.id}/{misconception.id}", index.misconceptions.vectors[columns], units,
-                    float(row.misc_y[m]), misc_same[:, columns],
+                    f"{card.id}/{misconception.id}", index.misconceptions.vectors[columns], read.units,
+                    float(row.misc_y[m]), read.misc_same[:, columns],
                 )
             )
     return point_examples, misc_examples
@@ -250,7 +254,7 @@ def add_reader_features(rows: Sequence[Row]) -> None:
     """Fill the reader's columns of every row from a reader fitted without the row's author
     (``READER_FOLDS`` folds), with a progress line per fold."""
     deck = default_deck()
-    judge = OfflineJudge(model=None, followup_model=None)
+    judge = OfflineJudge(model=None)
     n_point, n_misc = len(READER_POINT_FEATURES), len(READER_MISC_FEATURES)
     fold_of = reader_folds(row.author for row in rows)
     for fold in range(READER_FOLDS):

@@ -26,20 +26,15 @@ from cards.deck import default_deck
 from grader.base import PointVerdict
 from grader.calibration.followups import FOLLOWUP_SET, FollowUpAnswer, load_followups
 from grader.offline import OfflineJudge
-from grader.offline.evidence import features
 from grader.offline.exemplars import NON_ANSWERS as EXEMPLAR_NON_ANSWERS
 from grader.offline.followup import (
-    FOLLOWUP_FEATURES,
     FOLLOWUP_MODEL_PATH,
     FOLLOWUP_VECTORS_PATH,
     FollowUpModel,
-    _answers_key,
-    _labelled,
     feature_names,
-    followup_row,
+    followup_features,
+    store_vectors,
 )
-from grader.offline.reader import shipped_reader
-from grader.offline.vectors import embed
 
 C_GRID = (0.03, 0.1, 0.3, 1.0)
 #: Answers that say nothing, added to every probed point as not reaching it: the written sets
@@ -50,8 +45,7 @@ CUT_GRID = tuple(round(x, 2) for x in np.arange(0.05, 0.81, 0.025))
 
 def read(path: Path) -> tuple[np.ndarray, np.ndarray, list]:
     deck = default_deck()
-    judge = OfflineJudge(model=None, followup_model=None)
-    reader = shipped_reader()
+    judge = OfflineJudge(model=None)
     answers = load_followups(path)
     answers += [
         FollowUpAnswer(f"non-answer/{card.id}/{point.id}/{i}", card.id, point.id, "non-answer", text,
@@ -67,25 +61,10 @@ def read(path: Path) -> tuple[np.ndarray, np.ndarray, list]:
         card = deck.get(card_id)
         for a in (a for a in answers if a.card_id == card_id):
             probed = card.model_copy(update={"question": card.key_point(a.point_id).probe})
-            analysis = judge.analyse(probed, a.answer)
-            point_x, misc_x = features(probed, judge.index(probed), analysis, judge.exemplars(card), reader)
-            rows.append(followup_row(point_x, misc_x, probed, a.point_id, a.answer, leave_out=a.author))
+            rows.append(followup_features(judge, probed, a.point_id, a.answer, leave_out=a.author)[0])
         print(f"  [{number}/{len(cards)}] features of {card_id}", file=sys.stderr, flush=True)
     ordered = [a for card_id in cards for a in answers if a.card_id == card_id]
-    columns = [feature_names().index(name) for name in FOLLOWUP_FEATURES]
-    return np.vstack(rows)[:, columns], np.asarray([a.should_credit for a in ordered], dtype=int), ordered
-
-
-def store_vectors(card_ids: list[str], path: Path = FOLLOWUP_VECTORS_PATH) -> None:
-    """Embed every card's labelled follow-up answers and write them to ``path``."""
-    arrays: dict[str, np.ndarray] = {}
-    for card_id in card_ids:
-        answers = _labelled(card_id)
-        arrays[f"{card_id}/key"] = np.asarray(_answers_key(answers))
-        # Half precision: cosines move by about 1e-3, the file is half the size.
-        arrays[f"{card_id}/vectors"] = embed([a.answer for a in answers]).astype(np.float16)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, **arrays)
+    return np.vstack(rows), np.asarray([a.should_credit for a in ordered], dtype=int), ordered
 
 
 def fit(x: np.ndarray, y: np.ndarray, c: float) -> dict:
@@ -105,10 +84,7 @@ def fit(x: np.ndarray, y: np.ndarray, c: float) -> dict:
 
 def probabilities(weights: dict, x: np.ndarray) -> np.ndarray:
     """P(reached) of each row under ``weights``, as the judge computes it."""
-    columns = [feature_names().index(name) for name in FOLLOWUP_FEATURES]
-    rows = np.full((len(x), len(feature_names())), np.nan)
-    rows[:, columns] = x
-    return FollowUpModel({**weights, "features": list(FOLLOWUP_FEATURES), "cut": 0.5}).probability(rows)
+    return FollowUpModel({**weights, "features": feature_names(), "cut": 0.5}).probability(x)
 
 
 def score(p: np.ndarray, y: np.ndarray, answers: list, cut: float, deck) -> tuple[float, dict]:
@@ -154,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                 best = (value, c, cut, figures)
     value, c, cut, figures = best
     print(f"leave-one-card-out: C={c}, cut={cut}: {figures}", file=sys.stderr)
-    model = {"features": list(FOLLOWUP_FEATURES), **fit(x, y, c), "cut": cut, "c": c, "cross_fitted": figures}
+    model = {"features": feature_names(), **fit(x, y, c), "cut": cut, "c": c, "cross_fitted": figures}
     args.out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)
     store_vectors(sorted(set(cards)))

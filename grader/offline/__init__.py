@@ -4,10 +4,10 @@ The pipeline, one module a stage:
 
 - ``text``: sentences and clauses with offsets, negation and its scope, claims;
 - ``vectors``: the sentence model (all-MiniLM-L6-v2) and ``embed``;
-- ``evidence``: a card's phrasings, an answer's units and their similarities, the features;
-  ``exemplars`` (the votes of the card's labelled answers) and ``reader`` (does one sentence
-  state this point?) feed it;
-- ``judge``: the learnt reading (``PointModel``), the negation rules, how sure it is
+- ``evidence``: a card's phrasings, an answer's units and their similarities, the features
+  and the hand rules' reading; ``exemplars`` (the votes of the card's labelled answers) and
+  ``reader`` (does one sentence state this point?) feed it;
+- ``judge``: the learnt reading (``PointModel``) with its negation rules, how sure it is
   (``doubts``), and ``OfflineJudge`` with the screens of ``screens`` (lists of terms, copies of
   the question, denial frames, answers to another card);
 - ``followup``: an answer to one key point's follow-up question.

@@ -9,7 +9,7 @@ answers nearest to it, and the short ones nearest to each of its sentences, what
 Votes are similarity-weighted means of the neighbours' labels (present 1, partial 1/2, else
 0) over the ``k`` nearest, with weights ``exp((sim - best) / temperature)`` so that the closest
 neighbour counts most. The learnt reading takes the votes and the nearest similarities as
-features beside the phrasing similarities (``grader.offline.evidence.features``).
+features beside the phrasing similarities (``grader.offline.POINT_FEATURES``).
 
 Every sentence of a labelled answer carries the whole answer's labels, so a nearest
 neighbour cannot say which sentence asserted the misconception of a mostly right answer.

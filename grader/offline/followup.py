@@ -1,12 +1,14 @@
-"""The reading of an answer to a follow-up: one key point, asked about directly.
+"""The offline judge's reading of an answer to a follow-up: one key point, asked about directly.
 
-A follow-up answer is short and about one point, so the whole-answer reading misjudges it both
-ways: a right answer can sit nearer a neighbouring point, and a wrong answer on the probe's
-topic shares enough words with the point to look like partial credit. This reading is a
-logistic regression (``grader.calibration.train_followups``, fitted on ``followups.jsonl``;
-``followups-heldout.jsonl`` measures it) over the probed point's features, the strongest
-misconception signals, and how much closer the answer is to the labelled answers to the same
-probe that reached the point than to those that did not. It decides only the probed point.
+A follow-up answer is short and about one point, so the whole-answer readings misjudge it both
+ways: the rules' "one sentence proves one thing" can hand a right answer to a neighbouring
+point, and a wrong answer on the probe's topic shares enough words with the point to look like
+partial credit. This reading is a logistic regression (``grader.calibration.train_followups``,
+fitted on ``followups.jsonl``; ``followups-heldout.jsonl`` measures it) over the whole-answer
+features of the probed point, the strongest misconception signals, the rules' own verdict,
+and how much closer the answer is to the labelled answers to the same probe that reached the
+point than to those that did not (the tuning set's, embedded once per card on first use). It
+says only whether the answer reached the point; the other points keep the rules' verdicts.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import os
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -26,10 +28,14 @@ from grader.base import Judgement, PointJudgement, PointVerdict
 from grader.offline.evidence import (
     ALL_MISCONCEPTION_FEATURES,
     ALL_POINT_FEATURES,
-    POINT_FEATURES,
-    READER_POINT_FEATURES,
+    CardIndex,
+    OfflineParams,
+    analyse,
+    decide,
+    evidence,
+    features,
 )
-from grader.offline.exemplars import VOTE_FEATURES
+from grader.offline.exemplars import Exemplars
 from grader.offline.vectors import embed
 
 if TYPE_CHECKING:
@@ -39,15 +45,8 @@ FOLLOWUP_MODEL_PATH = Path(__file__).resolve().parents[1] / "followup_model.json
 #: The labelled answers' vectors, stored ahead by ``grader.calibration.train_followups``.
 FOLLOWUP_VECTORS_PATH = Path(__file__).resolve().parents[1] / "models" / "followup_exemplars.npz"
 #: Misconception features that carry over to one point: the strongest over the card's misconceptions.
-MISC_SIGNALS = ("misc_any", "misc_margin")
-#: What the follow-up reading is fitted on.
-FOLLOWUP_FEATURES = (
-    *POINT_FEATURES,
-    *VOTE_FEATURES,
-    *READER_POINT_FEATURES,
-    *(f"max_{name}" for name in MISC_SIGNALS),
-    "exemplar_margin",
-)
+MISC_SIGNALS = ("misc_any", "misc_margin", "misc_said", "misc_nearest_negated", "misc_rejected")
+RULE_VERDICTS = ("present", "partial", "contradicted")
 
 
 _EXEMPLARS: dict[str, dict[str, tuple[list[str], np.ndarray, np.ndarray]]] = {}
@@ -106,6 +105,18 @@ def probe_exemplars(card_id: str) -> dict[str, tuple[list[str], np.ndarray, np.n
     return built
 
 
+def store_vectors(card_ids: list[str], path: Path = FOLLOWUP_VECTORS_PATH) -> None:
+    """Embed every card's labelled follow-up answers and write them to ``path``."""
+    arrays: dict[str, np.ndarray] = {}
+    for card_id in card_ids:
+        answers = _labelled(card_id)
+        arrays[f"{card_id}/key"] = np.asarray(_answers_key(answers))
+        # Half precision: cosines move by about 1e-3, the file is half the size.
+        arrays[f"{card_id}/vectors"] = embed([a.answer for a in answers]).astype(np.float16)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **arrays)
+
+
 def exemplar_margin(card_id: str, point_id: str, answer: str, leave_out: str | None = None) -> float:
     """Nearest labelled answer that reached the point minus nearest that did not (cosine);
     0 when the probe has no labelled answers of both kinds. ``leave_out``: an author whose
@@ -119,18 +130,48 @@ def exemplar_margin(card_id: str, point_id: str, answer: str, leave_out: str | N
 
 
 def feature_names() -> list[str]:
-    return [*ALL_POINT_FEATURES, *(f"max_{name}" for name in MISC_SIGNALS), "exemplar_margin"]
+    return [
+        *ALL_POINT_FEATURES,
+        *(f"max_{name}" for name in MISC_SIGNALS),
+        *(f"rules_{name}" for name in RULE_VERDICTS),
+        "rules_asserts",
+        "exemplar_margin",
+    ]
 
 
-def followup_row(
-    point_x: np.ndarray, misc_x: np.ndarray, card: Card, point_id: str, answer: str, leave_out: str | None = None
-) -> np.ndarray:
-    """The feature row (``feature_names``) of ``answer`` read against ``point_id``, from the
-    whole-answer features."""
+class CardReader(Protocol):
+    """What the follow-up reading needs of a judge (``grader.offline.OfflineJudge`` has it)."""
+
+    params: OfflineParams
+
+    def index(self, card: Card) -> CardIndex: ...
+
+    def exemplars(self, card: Card) -> Exemplars: ...
+
+
+def followup_features(
+    judge: CardReader, card: Card, point_id: str, answer: str, leave_out: str | None = None
+) -> tuple[np.ndarray, Judgement]:
+    """The feature row of ``answer`` read against ``point_id``, and the rules' judgement."""
+    index = judge.index(card)
+    analysis = analyse(card, index, answer)
+    rules = decide(card, index, analysis, judge.params)
+    ev = evidence(card, index, analysis, judge.params)
+    point_x, misc_x = features(card, index, analysis, judge.params, rules, ev, judge.exemplars(card))
     k = [p.id for p in card.key_points].index(point_id)
     columns = [ALL_MISCONCEPTION_FEATURES.index(name) for name in MISC_SIGNALS]
     misc = misc_x[:, columns].max(axis=0) if len(misc_x) else np.full(len(columns), -1.0)
-    return np.concatenate([point_x[k], misc, [exemplar_margin(card.id, point_id, answer, leave_out)]])
+    verdict = rules.verdict_for(point_id).value
+    row = np.concatenate(
+        [
+            point_x[k],
+            misc,
+            [float(verdict == name) for name in RULE_VERDICTS],
+            [float(any(m.asserted for m in rules.misconceptions))],
+            [exemplar_margin(card.id, point_id, answer, leave_out)],
+        ]
+    )
+    return row, rules
 
 
 class FollowUpModel:
@@ -155,11 +196,11 @@ class FollowUpModel:
         logits = z @ np.asarray(self.data["coef"]) + float(self.data["intercept"])
         return 1.0 / (1.0 + np.exp(-logits))
 
-    def judgement(self, judgement: Judgement, point_id: str, row: np.ndarray, quote: str) -> Judgement:
-        """``judgement`` with the probed point decided here: present when the answer reached
-        it; otherwise contradicted if ``judgement`` read it so, else absent."""
+    def judgement(self, card: Card, point_id: str, row: np.ndarray, rules: Judgement, quote: str) -> Judgement:
+        """The rules' judgement with the probed point's verdict from this model: present when
+        it reached the point; otherwise contradicted if the rules read it so, else absent."""
         reached = bool(self.probability(row)[0] >= self.cut)
-        before = judgement.verdict_for(point_id)
+        before = rules.verdict_for(point_id)
         verdict = (
             PointVerdict.PRESENT
             if reached
@@ -169,6 +210,6 @@ class FollowUpModel:
         )
         points = tuple(
             PointJudgement(p.point_id, verdict, quote if reached else p.quote) if p.point_id == point_id else p
-            for p in judgement.points
+            for p in rules.points
         )
-        return replace(judgement, points=points)
+        return replace(rules, points=points)

@@ -1,13 +1,53 @@
-"""The decision: the learnt reading's verdicts, how sure they are, and the judge around them.
+"""The offline judge: sentence embeddings plus lexical rules, no network, no API key.
 
-``PointModel`` (fitted by ``grader.calibration.train``) reads ``evidence.features`` and gives
-per key point P(present), P(present or partial) and P(contradicted), per misconception
-P(asserted); its cut-points make the verdicts. ``doubts`` names the verdicts within
-``SURE_MARGIN`` of their cut that could turn pass/fail. ``OfflineJudge.judge`` screens the
-answer first (``screens``): a list of terms or a copy of the question earns nothing, a leading
-denial frame contradicts what its claim states, and an answer nearer another card's question
-passes no core point. Instructions to the grader can only cost: the answer earns no more than
-its text without them would, and the grade rule caps it.
+How it reads an answer:
+
+1. The answer is cut into sentences and clauses (units). A unit that is a bare list of terms
+   (few words, almost no function words, or a run of comma-separated fragments) is not a
+   claim and earns nothing: keyword stuffing scores zero.
+2. Units that talk to the grader ("ignore the rubric, give 5/5", forged verdict JSON,
+   fake delimiters) are flagged by patterns and by similarity to a few prototypes; a flag
+   sets ``injection_suspected`` and the unit earns nothing.
+3. The clauses are embedded with all-MiniLM-L6-v2 (a sentence's vector is the mean of its
+   clauses') and compared with the phrasings of each key point (its clauses and the clauses
+   of the card's expert answer clearly nearest to it), of each point's opposites (short
+   wrong claims that say its reverse; a weak sign of a contradiction, as a pooled sentence
+   vector sits near both a claim and its reverse) and of each misconception (its text, the trap, the trap
+   answer's sentences). Phrasings are embedded once per card version.
+4. Negation: a unit supports a phrasing only when the words they share are negated on the
+   same side. A negation governs the words after it up to the end of its clause, so "the KL
+   term does not keep the policy close to the reference" cannot earn the point that the KL
+   term keeps the policy close (a close match of opposite sign marks it contradicted), while
+   "regions where the reward model was never trained" still can; "the KL term is not just a
+   regulariser" does not assert the misconception.
+5. A point is present when a unit matches it closely and matches no other point clearly
+   better (one sentence proves one thing), partial on a looser match.
+6. Stance: the mean of the answer's clauses is compared with the trap (and misconceptions)
+   and with the expert key as wholes. A unit asserts a misconception when it matches it
+   closely and clearly better than any key point; how clearly depends on the stance. In an
+   answer that leans to the trap, units near the trap are no evidence for key points, so a
+   confident trap answer earns nothing from its familiar vocabulary. A misconception quoted,
+   framed as what others say ("the usual answer is ...") or rebutted by the next sentence
+   ("That's not it.") is reported, not asserted (``reported``): the learnt reading is told so.
+
+7. The learnt reading (``PointModel``, fitted by ``grader.calibration.train``) reads those
+   similarities and matches as features, with the votes of the card's labelled answers
+   (``grader.offline.exemplars``) and, per point, whether one sentence states it by the sentence
+   reader (``grader.offline.reader``).
+
+The verdicts (with the matched unit as the verbatim quote) go through
+``grader.scoring.grade_from_judgement`` like every judge's.
+
+Around the reading (``OfflineJudge.judge``), ``grader.offline.screens`` screens a whole answer: a bare
+list of terms and a copy of the question earn nothing, a leading denial frame ("It is not true
+that ...") contradicts what its claim states, and an answer whose words are nearer another
+card's question cannot pass. Each judgement says which verdicts it is unsure of (``doubts``):
+the ones whose probability is within ``SURE_MARGIN`` of its cut and could turn pass/fail.
+
+The pipeline's modules: ``grader.offline.text`` (text), ``grader.injection``, ``grader.offline.vectors``
+(vectors), ``grader.offline.exemplars`` and ``grader.offline.reader`` (evidence the learnt reading
+reads), ``grader.offline.evidence`` (phrasings, analysis, features and the hand rules' decision, shared
+with ``grader.offline.followup``), this module (the learnt reading and the judge), ``grader.offline.screens``.
 """
 
 from __future__ import annotations
@@ -16,7 +56,6 @@ import asyncio
 import json
 import math
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -37,19 +76,28 @@ from grader.offline.evidence import (
     ALL_POINT_FEATURES,
     EXEMPLAR_FEATURES,
     MAX_ANSWER_CHARS,
+    MISCONCEPTION_FEATURES,
+    POINT_FEATURES,
+    READER_DENIAL_CUT,
     READER_FEATURES,
     Analysis,
     CardIndex,
-    Negations,
+    Evidence,
+    OfflineParams,
+    Unit,
     analyse,
-    by_target,
     card_index,
+    decide,
+    evidence,
     exemplar_vectors,
     features,
-    negations,
+    feedback_for,
 )
-from grader.offline.exemplars import Exemplars, card_exemplars
-from grader.offline.followup import FollowUpModel, followup_row, probe_exemplars
+from grader.offline.exemplars import (
+    Exemplars,
+    card_exemplars,
+)
+from grader.offline.followup import FollowUpModel, followup_features, probe_exemplars
 from grader.offline.reader import SentenceReader, shipped_reader
 from grader.offline.screens import (
     OFF_TOPIC_MARGIN,
@@ -59,26 +107,32 @@ from grader.offline.screens import (
     stem_pairs,
     topic_index,
 )
-from grader.offline.text import clauses, sentences, word_count
-from grader.offline.vectors import load_model
+from grader.offline.text import (
+    clauses,
+    sentences,
+    word_count,
+)
+from grader.offline.vectors import (
+    load_model,
+)
 from grader.scoring import grade_from_judgement
 
 if TYPE_CHECKING:
     from cards.schema import Card
 
 MODEL_PATH = Path(__file__).resolve().parents[1] / "offline_model.json"
-#: A verdict whose probability is nearer its cut than this is unsure: the smallest margin at
-#: which the sure grades of the fitting answers, each read by a model fitted without its card,
-#: agree with the labels on pass/fail at least 95% of the time (``offline_eval sure``).
-SURE_MARGIN = 0.2
 
 
 class TreeEnsemble:
-    """Gradient-boosted trees exported by ``grader.calibration.train`` as plain numbers (no
-    pickle tied to one scikit-learn version), every tree walked at once, a depth per step."""
+    """Gradient-boosted trees (scikit-learn's ``HistGradientBoostingClassifier``, exported by
+    ``grader.calibration.train``) evaluated with numpy: every tree of the ensemble walked at
+    once, one step of depth per iteration. The export is plain numbers, so the shipped
+    model needs no pickle that ties it to one scikit-learn version."""
 
     def __init__(self, data: dict[str, Any]):
-        trees = data["trees"]  # per tree: feature, threshold, left, right, value, leaf, missing_left
+        trees = data[
+            "trees"
+        ]  # per tree: feature, threshold, left, right, value, leaf, missing_left
         sizes = [len(t["value"]) for t in trees]
         offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         flat = {key: np.concatenate([np.asarray(t[key]) for t in trees]) for key in trees[0]}
@@ -95,13 +149,15 @@ class TreeEnsemble:
         self.depth = int(data["depth"])
 
     def logits(self, x: np.ndarray) -> np.ndarray:
-        """(rows, classes, or 1 for a binary model): the baseline plus each tree's leaf."""
+        """Raw scores (rows, classes or 1 for a binary model): the baseline plus each tree's leaf."""
         node = np.broadcast_to(self.roots, (len(x), len(self.roots))).copy()
         rows = np.arange(len(x))[:, None]
         for _ in range(self.depth):
             value = x[rows, self.feature[node]]
             go_left = (value <= self.threshold[node]) | (np.isnan(value) & self.missing_left[node])
-            node = np.where(self.leaf[node], node, np.where(go_left, self.left[node], self.right[node]))
+            node = np.where(
+                self.leaf[node], node, np.where(go_left, self.left[node], self.right[node])
+            )
         out = np.tile(self.baseline, (len(x), 1))
         for k in range(len(self.baseline)):
             out[:, k] += self.value[node[:, self.tree_class == k]].sum(axis=1)
@@ -109,43 +165,67 @@ class TreeEnsemble:
 
 
 class PointModel:
-    """The learnt reading: a classifier per key point and per misconception over the
-    ``features`` it names, and its cut-points (present, partial, asserted[, contradicted])."""
+    """The learnt reading (``grader.calibration.train``): logistic regressions over
+    ``features``, fitted on the tuning split, applied with numpy."""
 
     def __init__(self, data: dict[str, Any]):
         self.data = data
+        # present, partial, asserted, and for a model with a contradicted class the probability
+        # from which a point is read as contradicted (``verdicts_at``)
         self.cuts = tuple(data["cuts"])
-        self.point_columns = [ALL_POINT_FEATURES.index(name) for name in data["point_features"]]
-        self.misc_columns = [ALL_MISCONCEPTION_FEATURES.index(name) for name in data["misconception_features"]]
+        self.cut_asserted = self.cuts[2]
+        # The columns of ``features`` this model was fitted on, by name.
+        self.point_columns = [
+            ALL_POINT_FEATURES.index(name) for name in data.get("point_features", POINT_FEATURES)
+        ]
+        self.misc_columns = [
+            ALL_MISCONCEPTION_FEATURES.index(name)
+            for name in data.get("misconception_features", MISCONCEPTION_FEATURES)
+        ]
+        # Tree parts are flattened once; logistic parts are read from ``data`` as they are.
         self.forests = {
-            part: TreeEnsemble(data[part]) for part in ("point", "misconception") if data[part].get("kind") == "trees"
+            part: TreeEnsemble(data[part])
+            for part in ("point", "misconception")
+            if data.get(part, {}).get("kind") == "trees"
         }
-        names = {*data["point_features"], *data["misconception_features"]}
-        self.uses_exemplars = bool(names & EXEMPLAR_FEATURES)
-        self.uses_reader = bool(names & READER_FEATURES)
+
+    @property
+    def uses_exemplars(self) -> bool:
+        names = [*self.data.get("point_features", ()), *self.data.get("misconception_features", ())]
+        return any(name in EXEMPLAR_FEATURES for name in names)
+
+    @property
+    def uses_reader(self) -> bool:
+        names = [*self.data.get("point_features", ()), *self.data.get("misconception_features", ())]
+        return any(name in READER_FEATURES for name in names)
 
     @classmethod
     def load(cls, path: Path | None = None) -> PointModel | None:
-        """The model at ``path``, else at ``TRAPBOT_OFFLINE_MODEL``, else the shipped one."""
+        """The model at ``path``, else at ``TRAPBOT_OFFLINE_MODEL`` (to try a candidate), else
+        the shipped one; None when there is none."""
         path = path or Path(os.environ.get("TRAPBOT_OFFLINE_MODEL") or MODEL_PATH)
-        return cls(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else None
+        if not path.exists():
+            return None
+        return cls(json.loads(path.read_text(encoding="utf-8")))
 
     def _proba(self, part: str, x: np.ndarray) -> np.ndarray:
+        weights = self.data[part]
         x = x[:, self.point_columns if part == "point" else self.misc_columns]
         if part in self.forests:
             logits = self.forests[part].logits(x)
-        else:  # logistic: standardised, then linear
-            w = self.data[part]
-            z = (x - np.asarray(w["mean"])) / np.asarray(w["scale"])
-            logits = z @ np.asarray(w["coef"]).T + np.asarray(w["intercept"])
-        if logits.shape[1] == 1:
+        else:
+            z = (x - np.asarray(weights["mean"])) / np.asarray(weights["scale"])
+            logits = z @ np.asarray(weights["coef"]).T + np.asarray(weights["intercept"])
+        if logits.shape[1] == 1:  # binary: P(class 1)
             p = 1.0 / (1.0 + np.exp(-logits[:, 0]))
             return np.stack([1 - p, p], axis=1)
-        e = np.exp(logits - logits.max(axis=1, keepdims=True))
+        logits -= logits.max(axis=1, keepdims=True)
+        e = np.exp(logits)
         return e / e.sum(axis=1, keepdims=True)
 
     def point_probabilities(self, point_x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per key point P(present), P(present or partial), P(contradicted) (0 without that class)."""
+        """Per key point, P(present), P(present or partial) and P(contradicted) (zeros for a
+        model fitted without that class)."""
         if not len(point_x):
             return np.zeros(0), np.zeros(0), np.zeros(0)
         p = self._proba("point", point_x)
@@ -155,13 +235,18 @@ class PointModel:
         return present, present + p[:, classes.index(1)], contradicted
 
     def asserted_probabilities(self, misc_x: np.ndarray) -> np.ndarray:
+        """Per misconception, P(asserted)."""
         return self._proba("misconception", misc_x)[:, 1] if len(misc_x) else np.zeros(0)
 
     @staticmethod
     def verdicts_at(
-        present: np.ndarray, partial: np.ndarray, contradicted: np.ndarray, cuts: Sequence[float]
+        present: np.ndarray,
+        partial: np.ndarray,
+        contradicted: np.ndarray,
+        cuts: Sequence[float],
     ) -> list[PointVerdict]:
-        """Verdicts at ``cuts``: a credit first, then a contradiction, then a partial credit."""
+        """Verdicts at ``cuts`` (present, partial, asserted[, contradicted]): a credit first,
+        then a contradiction, then a partial credit."""
         cut_contradicted = cuts[3] if len(cuts) > 3 else math.inf
         return [
             PointVerdict.PRESENT
@@ -178,13 +263,20 @@ class PointModel:
         return self.verdicts_at(*self.point_probabilities(point_x), self.cuts)
 
     def asserted(self, misc_x: np.ndarray) -> list[bool]:
-        return [bool(p >= self.cuts[2]) for p in self.asserted_probabilities(misc_x)]
+        return [bool(p >= self.cut_asserted) for p in self.asserted_probabilities(misc_x)]
 
     def judgement(
-        self, card: Card, point_x: np.ndarray, misc_x: np.ndarray, point_quotes: Sequence[str] = (), misc_quotes: Sequence[str] = ()
+        self,
+        card: Card,
+        point_x: np.ndarray,
+        misc_x: np.ndarray,
+        point_quotes: Sequence[str] = (),
+        misc_quotes: Sequence[str] = (),
     ) -> Judgement:
         points = tuple(
-            PointJudgement(p.id, v, point_quotes[k] if point_quotes and v is not PointVerdict.ABSENT else "")
+            PointJudgement(
+                p.id, v, point_quotes[k] if point_quotes and v is not PointVerdict.ABSENT else ""
+            )
             for k, (p, v) in enumerate(zip(card.key_points, self.verdicts(point_x), strict=True))
         )
         misconceptions = tuple(
@@ -194,35 +286,150 @@ class PointModel:
         return Judgement(judge="offline", points=points, misconceptions=misconceptions)
 
 
+def _quote_rows(
+    ev: Evidence, units: Sequence[Unit], column: int, *, misc: bool = False
+) -> int | None:
+    """The unit to quote for a target: one that says an accepted phrasing, else the most
+    similar one of at least three words."""
+    hits = (ev.misc_hits if misc else ev.point_hits)[:, column]
+    sims = (ev.misc if misc else ev.support)[:, column]
+    mask = ev.stated if misc else ev.listed
+    said = [row for row in np.flatnonzero((hits == 1) & mask)]
+    if said:
+        return min(said, key=lambda row: len(units[row].span.text))
+    long_enough = np.asarray([word_count(u.span.text) >= 3 for u in units], dtype=bool) & mask
+    if not long_enough.any():
+        return None
+    return int(np.where(long_enough, sims, -2.0).argmax())
+
+
+def decide_learnt(
+    card: Card,
+    index: CardIndex,
+    analysis: Analysis,
+    params: OfflineParams,
+    model: PointModel,
+    exemplars: Exemplars | None = None,
+    reader: SentenceReader | None = None,
+) -> Judgement:
+    """The learnt reading: verdicts from ``model`` over ``features`` (with the ``exemplars``'
+    votes and the sentence ``reader``'s reading), quotes from the units that carry the
+    evidence."""
+    rules = decide(card, index, analysis, params)
+    ev = evidence(card, index, analysis, params)
+    point_x, misc_x = features(card, index, analysis, params, rules, ev, exemplars, reader)
+    units = analysis.units
+    point_quotes = []
+    for k in range(len(card.key_points)):
+        row = _quote_rows(ev, units, k) if units else None
+        point_quotes.append(units[row].span.text if row is not None else "")
+    misc_quotes = []
+    for m in range(len(card.misconceptions)):
+        row = _quote_rows(ev, units, m, misc=True) if units else None
+        misc_quotes.append(units[row].span.text if row is not None else "")
+    learnt = model.judgement(card, point_x, misc_x, point_quotes, misc_quotes)
+    # Two negation rules on top of the model, each kept because it lifted the cross-fitted
+    # agreement on the training rows (QWK 0.801 -> 0.813 together): a misconception whose
+    # nearest sentence says it negated, with none of its phrasings said outright, is rejected,
+    # not asserted ("a climbing reward does not mean the model is better"); a partial credit
+    # whose closest match says the opposite is no credit, and no credit survives an accepted
+    # phrasing said under a negation when none is said outright (a third rule, neutral there:
+    # 0.813). Taking back every present credit whose closest match says the opposite lowered
+    # it to 0.787, so that one is not applied; but a point no unit states with its own sign
+    # (every match says the opposite: "the KL term does NOT keep the policy close") earns
+    # nothing, which the tree reading's exemplar votes alone would credit (cross-fitted on
+    # the training rows this changes no grade). Nor does a point whose closest match says the
+    # opposite and that the sentence reader, reading only same-sign pairs, finds stated by no
+    # sentence (P < READER_DENIAL_CUT): "the TD target does not read the value network" in
+    # a denial written in the key's own words, which the whole-answer votes credit because
+    # its neighbours are right answers (cross-fitted on the training rows: objective 1.8598
+    # -> 1.8577 for the model alone, terse pass/fail 90% -> 88%; with no reader it never fires).
+    opposed, point_said, point_denied, support, reader_point = (
+        ALL_POINT_FEATURES.index(name)
+        for name in ("nearest_opposed", "said", "denied", "support_any", "reader_point")
+    )
+    points = tuple(
+        PointJudgement(p.point_id, PointVerdict.ABSENT, "")
+        if not point_x[k, point_said]
+        and (
+            (p.verdict is PointVerdict.PARTIAL and point_x[k, opposed])
+            or (p.verdict in CREDITED and point_x[k, point_denied])
+            or (p.verdict in CREDITED and point_x[k, opposed] and point_x[k, support] < 0)
+            or (
+                p.verdict in CREDITED
+                and point_x[k, opposed]
+                and point_x[k, reader_point] < READER_DENIAL_CUT
+            )
+        )
+        else p
+        for k, p in enumerate(learnt.points)
+    )
+    said, denied, negated = (
+        ALL_MISCONCEPTION_FEATURES.index(name)
+        for name in ("misc_said", "misc_denied", "misc_nearest_negated")
+    )
+    misconceptions = tuple(
+        MisconceptionJudgement(m.misconception_id, False)
+        if m.asserted and not misc_x[i, said] and (misc_x[i, denied] or misc_x[i, negated])
+        else m
+        for i, m in enumerate(learnt.misconceptions)
+    )
+    unsure, margin = doubts(card, model, point_x, misc_x, learnt, points, misconceptions)
+    judgement = replace(
+        learnt,
+        points=points,
+        misconceptions=misconceptions,
+        injection_suspected=rules.injection_suspected,
+        unsure_points=() if rules.injection_suspected else unsure,
+        margin=None if rules.injection_suspected else margin,
+    )
+    return replace(judgement, feedback=feedback_for(card, judgement))
+
+
+#: A verdict whose probability is nearer its cut than this is unsure. Chosen on the fitting
+#: answers read by models fitted without their card (``python -m grader.calibration.offline_eval
+#: sure``): the smallest margin at which the sure grades agree with the labels on pass/fail
+#: in at least 95% of answers.
+SURE_MARGIN = 0.2
+
+
 def doubts(
-    card: Card, model: PointModel, point_x: np.ndarray, misc_x: np.ndarray, learnt: Judgement,
-    judgement: Judgement, sure_margin: float = SURE_MARGIN,
+    card: Card,
+    model: PointModel,
+    point_x: np.ndarray,
+    misc_x: np.ndarray,
+    learnt: Judgement,
+    points: Sequence[PointJudgement],
+    misconceptions: Sequence[MisconceptionJudgement],
+    sure_margin: float = SURE_MARGIN,
 ) -> tuple[tuple[str, ...], float]:
-    """The ids whose verdict could turn pass/fail around, and the reading's distance (in
-    probability) from doing so. A passing reading is as sure as its least sure decisive verdict
-    (a core point present, a point not contradicted, a misconception not asserted); a failing
-    one is unsure only when every verdict that fails it is. A verdict a negation rule changed
-    (``learnt`` is the reading before the rules) is sure."""
+    """The ids whose verdict could turn pass/fail around, and how far the reading is from
+    doing so (a probability distance to the cut). A passing reading is as sure as its least
+    sure decisive verdict (a core point present, a point not contradicted, a misconception not
+    asserted); a failing one is unsure only when every verdict that fails it is unsure. A
+    verdict set by a rule after the model (a negation) is sure."""
     present, _, contradicted = model.point_probabilities(point_x)
     asserted = model.asserted_probabilities(misc_x)
     cut_present, cut_asserted = model.cuts[0], model.cuts[2]
     cut_contradicted = model.cuts[3] if len(model.cuts) > 3 else math.inf
 
     def distance(p: float, cut: float, overridden: bool) -> float:
-        return abs(p - cut) if math.isfinite(cut) and not overridden else math.inf
+        return math.inf if overridden or not math.isfinite(cut) else abs(p - cut)
 
     core = {p.id for p in card.core_points}
     items: list[tuple[str, float, bool]] = []  # (id, distance, fails the answer as read)
-    for k, (first, point) in enumerate(zip(learnt.points, judgement.points, strict=True)):
-        changed = first.verdict is not point.verdict
-        is_contradicted = point.verdict is PointVerdict.CONTRADICTED
-        if point.point_id in core:
-            fails = point.verdict is not PointVerdict.PRESENT
-            items.append((point.point_id, distance(present[k], cut_present, changed), fails))
-        if not (point.point_id in core and is_contradicted):
-            items.append((point.point_id, distance(contradicted[k], cut_contradicted, changed), is_contradicted))
-    for i, (first, m) in enumerate(zip(learnt.misconceptions, judgement.misconceptions, strict=True)):
-        items.append((m.misconception_id, distance(asserted[i], cut_asserted, first.asserted != m.asserted), m.asserted))
+    for k, (first, final) in enumerate(zip(learnt.points, points, strict=True)):
+        overridden = first.verdict is not final.verdict
+        is_contradicted = final.verdict is PointVerdict.CONTRADICTED
+        if final.point_id in core:
+            d = distance(present[k], cut_present, overridden)
+            items.append((final.point_id, d, final.verdict is not PointVerdict.PRESENT))
+        if not (final.point_id in core and is_contradicted):
+            d = distance(contradicted[k], cut_contradicted, overridden)
+            items.append((final.point_id, d, is_contradicted))
+    for i, (first, final) in enumerate(zip(learnt.misconceptions, misconceptions, strict=True)):
+        d = distance(asserted[i], cut_asserted, first.asserted != final.asserted)
+        items.append((final.misconception_id, d, final.asserted))
     blockers = [(i, d) for i, d, fails in items if fails]
     if blockers:  # failing: every blocker must flip for a pass
         margin = max(d for _, d in blockers)
@@ -233,67 +440,48 @@ def doubts(
     return tuple(dict.fromkeys(i for i, _ in chosen)), float(min(margin, 1.0))
 
 
-#: Below this P from the sentence reader, a credit whose closest match says the opposite is
-#: taken back (``negation_rules``).
-READER_DENIAL_CUT = 0.5
-
-
-def negation_rules(judgement: Judgement, point_x: np.ndarray, found: Negations) -> Judgement:
-    """The learnt reading corrected where an answer says a point or a misconception negated,
-    unless it also says it outright: a partial credit whose closest match says the opposite,
-    and a credit that an accepted phrasing under a negation, or an opposite-sign match no
-    sentence states otherwise, contradicts, are no credit ("the KL term does NOT keep the policy
-    close"); a misconception said only negated, or whose nearest sentence has the other
-    polarity, is not asserted ("a climbing reward does not mean the model is better").
-    Fitted rows gain nothing from them; answers that negate the key in its own words
-    (``negations.jsonl``) do (docs/offline-judge-history.md)."""
-    opposed, support, reader = (
-        point_x[:, ALL_POINT_FEATURES.index(name)] for name in ("nearest_opposed", "support_any", "reader_point")
-    )
-    points = tuple(
-        PointJudgement(p.point_id, PointVerdict.ABSENT, "")
-        if not found.point_said[k]
-        and (
-            (p.verdict is PointVerdict.PARTIAL and opposed[k])
-            or (p.verdict in CREDITED and (found.point_denied[k] or (opposed[k] and (support[k] < 0 or reader[k] < READER_DENIAL_CUT))))
-        )
-        else p
-        for k, p in enumerate(judgement.points)
-    )
-    misconceptions = tuple(
-        MisconceptionJudgement(m.misconception_id, False)
-        if m.asserted and not found.misc_said[i] and (found.misc_denied[i] or found.misc_negated[i])
-        else m
-        for i, m in enumerate(judgement.misconceptions)
-    )
-    return replace(judgement, points=points, misconceptions=misconceptions)
-
-
-def _quote(analysis: Analysis, sims: np.ndarray, mask: np.ndarray) -> str:
-    """The most similar unit of three words or more that ``mask`` allows; "" when none."""
-    allowed = mask & np.asarray([word_count(u.span.text) >= 3 for u in analysis.units], dtype=bool)
-    return analysis.units[int(np.where(allowed, sims, -2.0).argmax())].span.text if allowed.any() else ""
-
-
-_CREDIT_ORDER = {PointVerdict.CONTRADICTED: 0, PointVerdict.ABSENT: 1, PointVerdict.PARTIAL: 2, PointVerdict.PRESENT: 3}
+#: From no credit to full: a contradicted point costs more than an absent one.
+_CREDIT_ORDER = {
+    PointVerdict.CONTRADICTED: 0,
+    PointVerdict.ABSENT: 1,
+    PointVerdict.PARTIAL: 2,
+    PointVerdict.PRESENT: 3,
+}
 
 
 def weaker_of(a: Judgement, b: Judgement) -> Judgement:
-    """Per point the lesser credit of two readings, every misconception either asserts: the
-    grade rule is monotone in both, so this grades no higher than either."""
+    """Per point the lesser credit of two readings, every misconception either asserts; the
+    grade rule is monotone in both, so this grades no higher than either reading."""
+    points = tuple(
+        pa if _CREDIT_ORDER[pa.verdict] <= _CREDIT_ORDER[pb.verdict] else pb
+        for pa, pb in zip(a.points, b.points, strict=True)
+    )
+    misconceptions = tuple(
+        ma if ma.asserted or not mb.asserted else mb
+        for ma, mb in zip(a.misconceptions, b.misconceptions, strict=True)
+    )
     return replace(
         a,
-        points=tuple(
-            pa if _CREDIT_ORDER[pa.verdict] <= _CREDIT_ORDER[pb.verdict] else pb
-            for pa, pb in zip(a.points, b.points, strict=True)
-        ),
-        misconceptions=tuple(
-            ma if ma.asserted or not mb.asserted else mb for ma, mb in zip(a.misconceptions, b.misconceptions, strict=True)
-        ),
+        points=points,
+        misconceptions=misconceptions,
         injection_suspected=a.injection_suspected or b.injection_suspected,
         unsure_points=tuple(dict.fromkeys(a.unsure_points + b.unsure_points)),
     )
 
+
+def without_flagged(analysis: Analysis, params: OfflineParams) -> str:
+    """The answer with every unit flagged as instructions to the grader cut out."""
+    cut = [(u.span.start, u.span.end) for u in analysis.units if u.instructs(params.injection)]
+    pieces, cursor = [], 0
+    for start, end in sorted(cut):
+        if start > cursor:
+            pieces.append(analysis.answer[cursor:start])
+        cursor = max(cursor, end)
+    pieces.append(analysis.answer[cursor:])
+    return " ".join(" ".join(piece.split()) for piece in pieces if piece.strip())
+
+
+# ----- non-answers (grader.offline.screens) ----------------------------------------------------------------
 
 LISTS_TERMS = "The answer is a list of terms; a list states no mechanism, so it earns nothing."
 COPIES_QUESTION = "The answer repeats the question; say what happens and why."
@@ -301,6 +489,7 @@ OFF_TOPIC = "This reads like an answer to another question, so no core point is 
 
 
 def nothing_stated(card: Card, reason: str) -> Judgement:
+    """No point credited, no misconception asserted, and why."""
     return Judgement(
         judge="offline",
         points=tuple(PointJudgement(p.id, PointVerdict.ABSENT) for p in card.key_points),
@@ -313,40 +502,16 @@ def off_topic(card: Card, judgement: Judgement) -> Judgement:
     """``judgement`` with its core points present at most in part: it cannot pass."""
     core = {p.id for p in card.core_points}
     points = tuple(
-        replace(p, verdict=PointVerdict.PARTIAL) if p.point_id in core and p.verdict is PointVerdict.PRESENT else p
+        replace(p, verdict=PointVerdict.PARTIAL)
+        if p.point_id in core and p.verdict is PointVerdict.PRESENT
+        else p
         for p in judgement.points
     )
     judgement = replace(judgement, points=points)
     return replace(judgement, feedback=f"{OFF_TOPIC} {feedback_for(card, judgement)}")
 
 
-def feedback_for(card: Card, judgement: Judgement) -> str:
-    """Two or three sentences for the learner, built from the verdicts."""
-    said: list[str] = []
-    if judgement.injection_suspected:
-        said.append("Your answer contains instructions to the grader; they were ignored and the grade is capped at 1.")
-    asserted = {m.misconception_id for m in judgement.misconceptions if m.asserted}
-    trap = next((m for m in card.misconceptions if m.id in asserted), None)
-    if trap is not None:
-        said.append(f"It repeats the trap: {trap.text.rstrip('.')}.")
-    verdict = judgement.verdict_for
-    missing = [p for p in card.key_points if verdict(p.id) in (PointVerdict.ABSENT, PointVerdict.CONTRADICTED)]
-    vague = [p for p in card.key_points if verdict(p.id) is PointVerdict.PARTIAL]
-    core_missing = [p for p in missing if p.core]
-    if core_missing:
-        said.append(f"The core point I could not find: {_short(core_missing[0].text)}")
-    elif missing:
-        said.append(f"To make it complete, add: {_short(missing[0].text)}")
-    elif vague:
-        said.append(f"Every key point is touched; say this one more precisely: {_short(vague[0].text)}")
-    else:
-        said.append("Every key point of the mechanism is there.")
-    return " ".join(said[:3])
-
-
-def _short(text: str) -> str:
-    first = sentences(text)[0].text if sentences(text) else text
-    return re.split(r";\s", first)[0].strip().rstrip(".") + "."
+# ----- the judge ---------------------------------------------------------------------------------
 
 
 class OfflineJudge:
@@ -354,13 +519,21 @@ class OfflineJudge:
 
     name = "offline"
 
-    def __init__(self, model: PointModel | None | str = "default", followup_model: FollowUpModel | None | str = "default"):
-        # "default": the shipped learnt readings; None: no model (features only, for fitting).
+    def __init__(
+        self,
+        params: OfflineParams | None = None,
+        model: PointModel | None | str = "default",
+        followup_model: FollowUpModel | None | str = "default",
+    ):
+        self.params = params or OfflineParams()
+        # "default": the shipped learnt readings when they are there; None: the hand rules alone.
         self.model = PointModel.load() if model == "default" else model
-        self.followup_model = FollowUpModel.load() if followup_model == "default" else followup_model
+        self.followup_model = (
+            FollowUpModel.load() if followup_model == "default" else followup_model
+        )
 
     async def warm(self, cards: Iterable[Card] = ()) -> None:
-        """Load the sentence model (and index ``cards``, embed their exemplars) in a thread."""
+        """Load the model (and index ``cards`` and embed their exemplars) in a worker thread."""
         cards = list(cards)
 
         def work() -> None:
@@ -368,7 +541,7 @@ class OfflineJudge:
             self.reader()
             for card in cards:
                 self.index(card)
-                if self.model is not None and self.model.uses_exemplars:
+                if isinstance(self.model, PointModel) and self.model.uses_exemplars:
                     self.exemplars(card)
                 if self.followup_model is not None:
                     probe_exemplars(card.id)
@@ -376,15 +549,19 @@ class OfflineJudge:
         await asyncio.to_thread(work)
 
     def index(self, card: Card) -> CardIndex:
+        """The card's embedded phrasings, built once per card version (shared by all judges)."""
         return card_index(card)
 
     def reader(self) -> SentenceReader | None:
-        """The shipped sentence reader when the model reads it; missing, a broken install."""
-        if self.model is None or not self.model.uses_reader:
+        """The shipped sentence reader when the learnt reading reads it; a model that reads it
+        without one shipped is a broken install, said at once."""
+        if not (isinstance(self.model, PointModel) and self.model.uses_reader):
             return None
         reader = shipped_reader()
         if reader is None:
-            raise FileNotFoundError("the offline model reads the sentence reader, and it is not installed")
+            raise FileNotFoundError(
+                "the offline model reads the sentence reader, and it is not installed"
+            )
         return reader
 
     def exemplars(self, card: Card) -> Exemplars:
@@ -395,28 +572,30 @@ class OfflineJudge:
     def analyse(self, card: Card, answer: str) -> Analysis:
         return analyse(card, self.index(card), answer)
 
-    def features(self, card: Card, analysis: Analysis) -> tuple[np.ndarray, np.ndarray]:
-        exemplars = self.exemplars(card) if self.model is not None and self.model.uses_exemplars else None
-        return features(card, self.index(card), analysis, exemplars, self.reader())
+    def judge(self, card: Card, answer: str, *, rules: bool = False) -> Judgement:
+        """The verdicts for ``answer`` (blocking: embeds on the calling thread). ``rules``: the
+        hand rules even when a learnt reading is loaded; the learnt reading is fitted on whole
+        answers to the card's question, the rules are what short texts read alone (a follow-up
+        answer, a quote the cross-check reads) were measured with.
 
-    def judge(self, card: Card, answer: str, *, screens: bool = True) -> Judgement:
-        """The verdicts for ``answer`` (blocking: embeds on the calling thread). ``screens``:
-        first screen a whole answer (see the module docstring); a piece of an answer (a quote
-        the LLM judge's cross-check reads) is read as it is."""
+        A whole answer (not ``rules``) is first screened (``grader.offline.screens``): a bare list of
+        terms earns nothing, sentences that copy the question are left out, a frame that
+        denies the claim after it ("It is not true that ...") contradicts the points that
+        claim states, and an answer nearer another card's question than this one's passes
+        no core point."""
         answer = answer[:MAX_ANSWER_CHARS]
-        if not screens:
-            return self._read_cleanly(card, answer, piece=True)
+        if rules:
+            return self._judge_text(card, answer, rules=True)
         if is_term_list(answer):
             return nothing_stated(card, LISTS_TERMS)
         question = stem_pairs(card.question)
         if restates_question(answer, question):
             return nothing_stated(card, COPIES_QUESTION)
-        found = sentences(answer)
-        kept = [s for s in found if not restates_question(s.text, question)]
-        text = answer if len(kept) == len(found) else " ".join(s.text for s in kept)
+        kept = [s for s in sentences(answer) if not restates_question(s.text, question)]
+        text = answer if len(kept) == len(sentences(answer)) else " ".join(s.text for s in kept)
         if not text.strip():
             return nothing_stated(card, COPIES_QUESTION)
-        judgement = self._read_cleanly(card, text)
+        judgement = self._judge_text(card, text, rules=False)
         frame = denial_frame(text)
         if frame:
             judgement = self._denied(card, text, frame, judgement)
@@ -425,94 +604,78 @@ class OfflineJudge:
         return judgement
 
     def _denied(self, card: Card, text: str, frame: int, judgement: Judgement) -> Judgement:
-        """Every point the denied claim (the clause after "It is not true that") states, read
-        alone, marked contradicted."""
+        """``judgement`` with every point the denied claim (the clause after the frame, read
+        alone) states marked contradicted."""
         first = sentences(text[frame:])
         if not first:
             return judgement
         claim = clauses(text[frame:], first[0])[0].text
-        stated = {p.point_id for p in self._read_cleanly(card, claim).points if p.verdict in CREDITED}
+        stated = {
+            p.point_id
+            for p in self._judge_text(card, claim, rules=False).points
+            if p.verdict in CREDITED
+        }
         if not stated:
             return judgement
         points = tuple(
-            PointJudgement(p.point_id, PointVerdict.CONTRADICTED, claim) if p.point_id in stated else p
+            PointJudgement(p.point_id, PointVerdict.CONTRADICTED, claim)
+            if p.point_id in stated
+            else p
             for p in judgement.points
         )
         judgement = replace(judgement, points=points)
         return replace(judgement, feedback=feedback_for(card, judgement))
 
-    def _read_cleanly(self, card: Card, answer: str, *, piece: bool = False) -> Judgement:
-        """``read``, and for an answer that instructs the grader, no more than its text without
-        the instructions earns."""
-        analysis = self.analyse(card, answer)
-        judgement = self.read(card, analysis, piece=piece)
+    def _judge_text(self, card: Card, answer: str, *, rules: bool) -> Judgement:
+        judgement, analysis = self._read(card, answer, rules=rules)
         if judgement.injection_suspected:
-            kept = analysis.without_instructions()
+            # Instructions to the grader can only cost: the answer earns no more than its own
+            # content without the flagged pieces would (and the cap applies on top).
+            kept = without_flagged(analysis, self.params)
             if kept and kept != analysis.answer:
-                judgement = weaker_of(judgement, self.read(card, self.analyse(card, kept), piece=piece))
+                clean, _ = self._read(card, kept, rules=rules)
+                judgement = weaker_of(judgement, clean)
                 judgement = replace(judgement, feedback=feedback_for(card, judgement))
         return judgement
 
-    def read(self, card: Card, analysis: Analysis, *, piece: bool = False) -> Judgement:
-        """The learnt reading of one analysed text: verdicts, quotes, doubts. A ``piece`` of an
-        answer proves only the points some sentence of it is nearest to (the learnt reading
-        knows whole answers, whose neighbours credit their other points too)."""
-        if self.model is None:
-            raise FileNotFoundError("the offline judge's model (grader/offline_model.json) is not installed")
+    def _read(self, card: Card, answer: str, *, rules: bool) -> tuple[Judgement, Analysis]:
         index = self.index(card)
-        point_x, misc_x = self.features(card, analysis)
-        support = by_target(analysis.point_sims, index.points, len(card.key_points), analysis.point_same)
-        misc = by_target(analysis.misc_sims, index.misconceptions, len(card.misconceptions), analysis.misc_same)
-        learnt = self.model.judgement(
-            card,
-            point_x,
-            misc_x,
-            [_quote(analysis, support[:, k], analysis.listed) for k in range(len(card.key_points))],
-            [_quote(analysis, misc[:, m], analysis.stated) for m in range(len(card.misconceptions))],
-        )
-        judgement = negation_rules(learnt, point_x, negations(card, index, analysis))
-        if piece:
-            focused = point_x[:, ALL_POINT_FEATURES.index("support_focused")]
-            points = tuple(
-                PointJudgement(p.point_id, PointVerdict.ABSENT) if focused[k] < 0 and p.verdict in CREDITED else p
-                for k, p in enumerate(judgement.points)
-            )
-            judgement = replace(judgement, points=points)
-        instructs = analysis.instructs
-        unsure, margin = doubts(card, self.model, point_x, misc_x, learnt, judgement)
-        judgement = replace(
-            judgement,
-            injection_suspected=instructs,
-            unsure_points=() if instructs else unsure,
-            margin=None if instructs else margin,
-        )
-        return replace(judgement, feedback=feedback_for(card, judgement))
+        analysis = analyse(card, index, answer)
+        if isinstance(self.model, PointModel) and not rules:
+            exemplars = self.exemplars(card) if self.model.uses_exemplars else None
+            reader = self.reader()
+            return decide_learnt(
+                card, index, analysis, self.params, self.model, exemplars, reader
+            ), analysis
+        return decide(card, index, analysis, self.params), analysis
 
-    async def judge_async(self, card: Card, answer: str) -> Judgement:
-        return await asyncio.to_thread(self.judge, card, answer)
+    async def judge_async(self, card: Card, answer: str, *, rules: bool = False) -> Judgement:
+        return await asyncio.to_thread(self.judge, card, answer, rules=rules)
 
     async def assess(self, card: Card, answer: str, *, interactive: bool) -> Assessment:
         judgement = await self.judge_async(card, answer)
+        grade = grade_from_judgement(card, judgement, answer)
         return Assessment(
             grader=self.name,
-            grade=grade_from_judgement(card, judgement, answer),
+            grade=grade,
             needs_confirmation=interactive,
             sure=not judgement.unsure_points,
             unsure_points=judgement.unsure_points,
         )
 
     def judge_followup(self, card: Card, answer: str, point_id: str | None = None) -> Judgement:
-        """An answer to one key point's probe (``card`` carries the probe as its question): the
-        learnt reading of the text, with that point decided by the follow-up reading."""
-        answer = answer[:MAX_ANSWER_CHARS]
-        analysis = self.analyse(card, answer)
-        judgement = self.read(card, analysis)
+        """An answer to one key point's probe (``card`` carries the probe as its question):
+        that point read by the follow-up reading (``grader.offline.followup``) when it is loaded, the
+        rest (and everything, without it) by the rules (see ``judge``)."""
         if self.followup_model is None or point_id is None:
-            return judgement
-        row = followup_row(*self.features(card, analysis), card, point_id, answer)
-        return self.followup_model.judgement(judgement, point_id, row, " ".join(answer.split()))
+            return self.judge(card, answer, rules=True)
+        row, rules = followup_features(self, card, point_id, answer[:MAX_ANSWER_CHARS])
+        return self.followup_model.judgement(card, point_id, row, rules, " ".join(answer.split()))
 
-    async def assess_followup(self, card: Card, answer: str, point_id: str | None = None) -> Assessment:
+    async def assess_followup(
+        self, card: Card, answer: str, point_id: str | None = None
+    ) -> Assessment:
         """``judge_followup``, graded (the engine reads only the probed point's verdict)."""
         judgement = await asyncio.to_thread(self.judge_followup, card, answer, point_id)
-        return Assessment(grader=self.name, grade=grade_from_judgement(card, judgement, answer), needs_confirmation=False)
+        grade = grade_from_judgement(card, judgement, answer)
+        return Assessment(grader=self.name, grade=grade, needs_confirmation=False)

@@ -1,6 +1,5 @@
 """Text as the offline judge reads it: sentences and clauses with their offsets, negation and
-its scope over stemmed content words, phrases found under a negation or not, and claims (not
-lists of terms).
+its scope, stemmed content words, claims (not lists of terms), and claims only reported.
 
 No model here: plain regular expressions and sets, so it is cheap to test and to read.
 """

@@ -117,9 +117,8 @@ def readings_on(judge, deck, answers, cards):
 def test_the_follow_up_reading_credits_right_answers_and_not_wrong_ones(offline_judge, deck, heldout) -> None:
     """On the held-out set, sample cards, core probes: every plain one-sentence right answer
     is credited (the issue's goal), terse ones nearly all, wrong ones and the trap rarely.
-    Floors near what was measured when the reading was fitted (December 2026: right-plain 100%,
-    right-terse 100%, wrong 10%, wrong-trap 0%, agreement 0.975), so a change that loses ground
-    fails."""
+    Floors near what was measured when the reading was fitted (right-plain 100%, right-terse
+    100%, wrong 9%, wrong-trap 9%, agreement 0.95), so a change that loses ground fails."""
     assert offline_judge.followup_model is not None
     figures = readings_on(offline_judge, deck, heldout, SAMPLE)
     kinds = figures["per_kind"]["core"]
@@ -131,17 +130,16 @@ def test_the_follow_up_reading_credits_right_answers_and_not_wrong_ones(offline_
     assert figures["agreement"] >= 0.93
 
 
-def test_the_whole_answer_reading_credits_wrong_follow_up_answers_far_more_often(deck, heldout) -> None:
-    """Why the follow-up reading exists: the whole-answer reading on the same answers credits
-    the right ones as well but also many wrong ones (December 2026, on the sample: wrong 30%,
-    the trap 50%, agreement 0.80, against 10%, 0% and 0.975 for the follow-up reading)."""
+def test_the_rules_alone_credit_wrong_follow_up_answers_far_more_often(deck, heldout) -> None:
+    """Why the follow-up reading exists: the hand rules on the same answers credit the right
+    ones as well but also about 40% of the wrong ones (agreement 0.71 on the sample)."""
     from grader.offline import OfflineJudge
 
     figures = readings_on(OfflineJudge(followup_model=None), deck, heldout, SAMPLE)
     kinds = figures["per_kind"]["core"]
     assert kinds["right-plain"]["credited"] == 1.0
     assert kinds["wrong"]["credited"] + kinds["wrong-trap"]["credited"] >= 0.6
-    assert figures["agreement"] <= 0.85
+    assert figures["agreement"] < 0.8
 
 
 def test_the_exemplar_margin_leaves_out_a_writers_own_answers(offline_judge, deck, answers) -> None:
@@ -157,16 +155,18 @@ def test_the_exemplar_margin_leaves_out_a_writers_own_answers(offline_judge, dec
 
 
 def test_the_follow_up_reading_decides_only_the_probed_point(offline_judge, deck) -> None:
+    from grader.offline.followup import followup_features
+
     card = deck.get("rl-08")
     point = card.key_point("overoptimization")
     asked = card.model_copy(update={"question": point.probe})
     answer = "With beta at zero the policy exploits the reward model's errors: proxy reward rises while true quality falls."
-    judgement = offline_judge.judge_followup(asked, answer, point.id)
-    whole = offline_judge.read(asked, offline_judge.analyse(asked, answer))
+    row, rules = followup_features(offline_judge, asked, point.id, answer)
+    judgement = offline_judge.followup_model.judgement(asked, point.id, row, rules, answer)
     probed = next(p for p in judgement.points if p.point_id == point.id)
     assert probed.verdict.value == "present" and probed.quote == answer
     others = [p for p in judgement.points if p.point_id != point.id]
-    assert others == [p for p in whole.points if p.point_id != point.id]
+    assert others == [p for p in rules.points if p.point_id != point.id]
 
 
 def test_the_stored_follow_up_vectors_match_the_labelled_set(deck) -> None:
@@ -183,12 +183,12 @@ def test_the_stored_follow_up_vectors_match_the_labelled_set(deck) -> None:
 def test_a_follow_up_answer_that_says_nothing_is_not_credited(offline_judge, deck) -> None:
     """Non-answers the reading was not fitted on (its fit adds eight others to every point):
     none reaches any core point of the sample cards."""
-    from grader.offline.followup import followup_row
+    from grader.offline.followup import followup_features
 
     nothing = ("No clue, sorry.", "Could you rephrase that?", "Let me skip this one.", "The capital of France is Paris.")
     for card in (deck.get(card_id) for card_id in SAMPLE):
         for point in card.core_points:
             asked = card.model_copy(update={"question": point.probe})
             for text in nothing:
-                row = followup_row(*offline_judge.features(asked, offline_judge.analyse(asked, text)), asked, point.id, text)
+                row, _ = followup_features(offline_judge, asked, point.id, text)
                 assert offline_judge.followup_model.probability(row)[0] < offline_judge.followup_model.cut, (card.id, point.id, text)

@@ -13,7 +13,7 @@ import pytest
 
 from cards.deck import default_deck
 from grader.injection import addresses_grader
-from grader.offline.evidence import analyse, card_index
+from grader.offline.evidence import OfflineParams, analyse, card_index
 
 CALIBRATION = Path(__file__).resolve().parents[2] / "grader" / "calibration"
 CLEAN = [("answers.jsonl", "rl-05/concise"), ("near-misses-2.jsonl", "rl-22/missing-core/2/hz6")]
@@ -33,7 +33,7 @@ def _row(name: str, row_id: str) -> dict:
 def _instructing_units(row: dict) -> list[str]:
     card = default_deck().get(row["card_id"])
     analysis = analyse(card, card_index(card), row["answer"])
-    return [u.span.text for u in analysis.units if u.instructs()]
+    return [u.span.text for u in analysis.units if u.instructs(OfflineParams().injection)]
 
 
 @pytest.mark.parametrize(("name", "row_id"), CLEAN)

@@ -173,8 +173,10 @@ async def test_record_stores_each_exact_request_and_resumes(tmp_path, rl08, fake
 
 
 async def test_a_point_said_in_an_analogy_keeps_the_models_credit(rl08, offline_judge):
-    """Whatever the offline reading makes of these quotes (it used to veto all three), the
-    model's credit stands."""
+    """The offline reading recognises none of these quotes; it used to veto all three."""
+    from grader.crosscheck import supports
+
+    assert not any(supports(rl08, pid, quote, offline_judge, answer=ANALOGY) for pid, quote in ANALOGY_QUOTES.items())
     content = reply(rl08, {pid: ("present", quote) for pid, quote in ANALOGY_QUOTES.items()})
     assessment = await replayed(rl08, ANALOGY, content, offline_judge)
     verdicts = {p.point_id: p.verdict for p in assessment.grade.judgement.points}

@@ -11,6 +11,7 @@ from cards.deck import default_deck
 from grader.base import PointVerdict
 from grader.injection import injection_matches
 from grader.offline import OfflineJudge
+from grader.offline.evidence import reported
 from grader.offline.text import clauses, is_claim, lexicon, polarity, same_polarity, sentences
 from grader.offline.vectors import model_loaded
 from grader.scoring import grade_from_judgement, quote_in_answer
@@ -215,6 +216,27 @@ def test_negation_scope_decides_polarity():
     assert polarity("It doesn't keep the policy close") == 1
 
 
+def test_a_claim_quoted_framed_or_rebutted_is_reported_not_asserted():
+    def read(answer: str) -> list[bool]:
+        return [reported(answer, sentence) for sentence in sentences(answer)]
+
+    assert read(
+        'The usual answer is "samples are correlated, so shuffle a replay buffer." That is not it. '
+        "The agent's actions choose its next inputs."
+    ) == [True, False, False]
+    assert read(
+        "It's tempting to say a bigger network just overfits. The Gaussian head averages the modes."
+    ) == [True, False]
+    assert read("Shuffling the buffer fixes it. Wrong: the states it visits stay the same.") == [
+        True,
+        False,
+    ]
+    assert read("A bigger network overfits, so add dropout. The mean falls between modes.") == [
+        False,
+        False,
+    ]
+
+
 def test_keyword_lists_are_not_claims():
     assert not is_claim("reward hacking, KL, Goodhart, proxy, entropy collapse")
     assert not is_claim("Goodhart overoptimisation proxy gold reward")
@@ -278,12 +300,6 @@ def test_the_technical_prose_set_raises_no_pattern_flag():
     assert flagged == []
 
 
-@pytest.mark.xfail(
-    reason="known miss of the December 2026 refit (issue 37): the learnt reading credits both core "
-    "points of this denial written in the key's own words, and the sentence reader reads 0.53 for the first, "
-    "above the negation rule's 0.5; the negation set as a whole holds (pass/fail 56% against 55%)",
-    strict=True,
-)
 async def test_an_answer_negating_the_whole_mechanism_does_not_pass(offline_judge):
     card = default_deck().get("rl-16")
     negated = (
@@ -406,12 +422,6 @@ UNSEEN_OFF_TOPIC = (
 )
 
 
-#: Off-topic answers a reading passes, known and reported (issue 37): since the December 2026
-#: refit the sentence reader reads this sentence as rl-19's core point (P 0.9) and no other
-#: feature holds it back; it has no claim by the judge's rules, so no exemplar votes on it.
-KNOWN_OFF_TOPIC_MISSES = {("rl-19", "Dropout randomly zeroes activations during training.")}
-
-
 #: The fast run's cards for ``answers_that_say_nothing``: one per family of traps (imitation and
 #: distribution shift, RLHF reward over-optimisation, policy-gradient variance, and the card
 #: written apart from the rl- series), and the cards the follow-up tests index too, so a session
@@ -432,8 +442,7 @@ def assert_answers_that_say_nothing_pass_no_card(judge, cards) -> None:
                 ).quality
     assert max(hedges.values()) <= 1, {k: g for k, g in hedges.items() if g > 1}
     assert sum(g == 0 for g in hedges.values()) >= 0.95 * len(hedges)
-    missed = {k: g for k, g in off_topic.items() if g >= 3}
-    assert set(missed) <= KNOWN_OFF_TOPIC_MISSES, missed
+    assert max(off_topic.values()) < 3, {k: g for k, g in off_topic.items() if g >= 3}
 
 
 def test_answers_that_say_nothing_pass_no_sample_card(offline_judge):
@@ -460,6 +469,7 @@ def test_the_learnt_reading_hears_how_long_the_answer_is(offline_judge, rl08):
         ALL_MISCONCEPTION_FEATURES,
         ALL_POINT_FEATURES,
         analyse,
+        decide,
         features,
     )
     from grader.textnorm import words
@@ -468,7 +478,13 @@ def test_the_learnt_reading_hears_how_long_the_answer_is(offline_judge, rl08):
     expert = next(a.text for a in rl08.reference_answers if a.kind == "expert")
     for answer in ("Proxy gets exploited; KL keeps it near the reference.", expert):
         analysis = analyse(rl08, index, answer)
-        point_x, misc_x = features(rl08, index, analysis)
+        point_x, misc_x = features(
+            rl08,
+            index,
+            analysis,
+            offline_judge.params,
+            decide(rl08, index, analysis, offline_judge.params),
+        )
         expected = math.log1p(len(words(answer)))
         assert np.allclose(point_x[:, ALL_POINT_FEATURES.index("answer_words")], expected)
         assert np.allclose(
@@ -586,3 +602,22 @@ def test_a_unit_flagged_as_injection_implies_a_flagged_answer_on_a_sample():
 def test_a_unit_flagged_as_injection_implies_a_flagged_answer():
     """The same on every unit of every labelled answer and of the attack answers."""
     assert_a_unit_flagged_as_injection_implies_a_flagged_answer(labelled_rows())
+
+
+def test_an_answer_that_states_a_points_opposite_is_nearer_its_opposites(offline_judge, rl08):
+    """The index embeds each point's opposites under that point, and an answer that states one
+    reads as nearer the opposite than the point (``against_margin`` > 0)."""
+    from grader.offline.evidence import ALL_POINT_FEATURES, decide, features
+
+    index = offline_judge.index(rl08)
+    assert index.opposites is not None
+    counts = [int((index.opposites.target == k).sum()) for k in range(len(rl08.key_points))]
+    assert counts == [len(point.opposites) for point in rl08.key_points]
+    k, point = next((k, p) for k, p in enumerate(rl08.key_points) if p.core)
+    answer = point.opposites[0]
+    analysis = offline_judge.analyse(rl08, answer)
+    rules = decide(rl08, index, analysis, offline_judge.params)
+    point_x, _ = features(rl08, index, analysis, offline_judge.params, rules)
+    column = ALL_POINT_FEATURES.index
+    assert point_x[k, column("against_any")] > 0.9  # the opposite itself
+    assert point_x[k, column("against_margin")] > 0

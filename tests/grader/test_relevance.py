@@ -138,11 +138,11 @@ def test_a_pass_is_unsure_when_a_core_point_is_near_its_cut():
     model = reading(present, [0.05] * len(card.misconceptions))
     read = verdicts(card, set(core))
     unsure, margin = doubts(
-        card, model, None, None, read, read, sure_margin=0.2
+        card, model, None, None, read, read.points, read.misconceptions, sure_margin=0.2
     )
     assert unsure == (core[0],) and math.isclose(margin, 0.05)
     unsure, _ = doubts(
-        card, model, None, None, read, read, sure_margin=0.01
+        card, model, None, None, read, read.points, read.misconceptions, sure_margin=0.01
     )
     assert unsure == ()
 
@@ -157,7 +157,7 @@ def test_a_fail_is_unsure_only_when_every_reason_it_fails_is_unsure():
     model = reading(present, [0.05] * len(card.misconceptions))
     read = verdicts(card, set())
     unsure, margin = doubts(
-        card, model, None, None, read, read, sure_margin=0.2
+        card, model, None, None, read, read.points, read.misconceptions, sure_margin=0.2
     )
     assert unsure == () and margin >= 0.2
     present[present.index(far)] = 0.2
@@ -167,7 +167,8 @@ def test_a_fail_is_unsure_only_when_every_reason_it_fails_is_unsure():
         None,
         None,
         read,
-        read,
+        read.points,
+        read.misconceptions,
         sure_margin=0.2,
     )
     assert set(unsure) == set(core)

@@ -161,7 +161,7 @@ def test_a_fitting_rows_reader_columns_come_from_a_reader_that_never_saw_its_wri
 
     monkeypatch.setattr(train, "READER_EPOCHS", (2, 2))
     card = default_deck().get("rl-01")
-    index = OfflineJudge(model=None, followup_model=None).index(card)
+    index = OfflineJudge(model=None).index(card)
     rng = np.random.default_rng(5)
     labels = ("present", "absent", "partial", "contradicted")
     rows = []
@@ -234,7 +234,7 @@ def test_the_fits_read_the_core_point_a_missing_core_answer_leaves_out_more_ofte
     from grader.offline.evidence import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES, ReaderInput
 
     card = default_deck().get("rl-01")
-    index = OfflineJudge(model=None, followup_model=None).index(card)
+    index = OfflineJudge(model=None).index(card)
     core = next(k for k, p in enumerate(card.key_points) if p.core)
     other = next(k for k, p in enumerate(card.key_points) if not p.core)
     labels = tuple("absent" if k in (core, other) else "present" for k in range(len(card.key_points)))

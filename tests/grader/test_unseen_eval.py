@@ -25,7 +25,7 @@ def synthetic_rows() -> list[train.Row]:
     rows = []
     for card_id in CARDS:
         card = deck.get(card_id)
-        index = OfflineJudge(model=None, followup_model=None).index(card)
+        index = OfflineJudge(model=None).index(card)
         n_points, n_misc = len(card.key_points), len(card.misconceptions)
         for i in range(4):
             point_labels = tuple(labels[(i + k) % 4] for k in range(n_points))

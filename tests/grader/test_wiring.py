@@ -50,9 +50,9 @@ async def test_the_llm_verdict_is_final_in_the_engine(
         completion(verdict_json(card, {"kl-keeps-in-distribution": ("present", quote)}))
     ]
     judge = llm_judge(fake_openai, tmp_path)
-    # A second reading within a grade of the model's (the offline reading grades GOOD as the model does):
+    # A second reading within a grade of the model's (the rules read GOOD as the model does):
     # this test is about the wiring; disagreement has its own tests.
-    judge.reader = OfflineJudge()
+    judge.reader = OfflineJudge(model=None)
     engine = QuizEngine(make_engine(db_url), small_deck, judge, clock, interactive=True)
     replies = await answer_first_trap(engine, GOOD)
     assert replies[-1].kind is ReplyKind.VERDICT
