@@ -90,8 +90,9 @@ class KeyPoint(_Strict):
     ``accepts``: short phrasings people really use for the point (jargon, symbols, common
     paraphrases), matched by the offline judge beside ``text``.
     ``opposites``: short wrong claims that say the reverse of the point on its subject ("keep
-    the demos in the replay buffer" against "drop them"); an answer that asserts one
-    contradicts the point, which caps its grade at 2, as a listed misconception caps it at 1.
+    the demos in the replay buffer" against "drop them"); the offline judge reads an answer
+    near one as a sign that it contradicts the point (a contradicted point keeps a grade at 2
+    or below, as an asserted misconception keeps it at 1 or below).
     ``probe``: the question an interviewer asks to lead a candidate to the point without
     giving it away (the follow-up).
     ``hint``: one sentence that points a learner who missed the point toward it without

@@ -51,8 +51,8 @@ key_points:
       - "out of distribution for the reward model"
       - "the policy's samples differ from the eval pairs"
       - "accuracy on the wrong distribution"
-    # opposites: short wrong claims that say the reverse of the point (2 or more); an answer
-    # asserting one contradicts the point and is capped at 2.
+    # opposites: short wrong claims that say the reverse of the point (2 or more); the
+    # offline judge reads an answer near one as a sign it contradicts the point.
     opposites:
       - "The policy's outputs stay where the reward model was trained."
       - "Held-out accuracy measures the reward model where the policy will be."
