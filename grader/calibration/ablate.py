@@ -9,6 +9,12 @@ every feature and then with each family's columns left out. The spread is how fa
 all-features score moves when only the partition of cards changes (``--spread-folds``); a
 family whose gain is within it earns nothing measurable. Columns only: code a family needs
 outside the learnt reading (the sentence reader's denial cut, say) stays on.
+
+What it cannot see: every card here has its exemplars. A family that reads the card itself
+(its accepted phrasings, its trap) can be worth nothing beside the exemplar votes and still be
+what a card without labelled answers grades by: the December 2026 cut of four such families
+kept the held-out figures and lost 5 to 9 points of pass/fail on unseen cards
+(``offline_eval unseen``; docs/offline-judge-history.md). Judge a cut on both.
 """
 
 from __future__ import annotations
