@@ -34,7 +34,7 @@ import json
 import math
 import pickle
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -497,17 +497,26 @@ def choose_cuts(rows: Sequence[Row], held: dict[str, dict[str, Any]]) -> tuple[t
     return best, best_score
 
 
+def cached(path: Path, make: Callable[[], Any]) -> Any:
+    """The pickle at ``path``, else ``make()`` kept there (its folder made when missing)."""
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    value = make()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(value))
+    return value
+
+
 def fitting_rows(training: Path = TRAINING_SET, calibration: Path = DEFAULT_SET, cache: Path | None = None) -> list[Row]:
     """The fitting rows with their reader columns, read from ``cache`` when it exists, else
     built (and kept there when it is given)."""
-    if cache and cache.exists():
-        return pickle.loads(cache.read_bytes())
-    rows = read_rows(training_rows(training, calibration))
-    add_reader_features(rows)
-    if cache:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_bytes(pickle.dumps(rows))
-    return rows
+
+    def build() -> list[Row]:
+        rows = read_rows(training_rows(training, calibration))
+        add_reader_features(rows)
+        return rows
+
+    return cached(cache, build) if cache else build()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 import sys
 import threading
 import time
@@ -116,16 +115,6 @@ def rows_key(rows: Sequence[train.Row]) -> str:
     return h.hexdigest()[:16]
 
 
-def cached(path: Path, make: Callable[[], Any]) -> Any:
-    """The pickle at ``path``, else ``make()`` kept there."""
-    if path.exists():
-        return pickle.loads(path.read_bytes())
-    value = make()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(pickle.dumps(value))
-    return value
-
-
 @contextmanager
 def heartbeat(label: Callable[[], str], every: float = 5.0) -> Iterator[None]:
     """A stderr line every ``every`` seconds while a long step (a reader fit) runs."""
@@ -180,9 +169,9 @@ def fit_fold(
         with heartbeat(lambda: f"fitting the sentence reader without {label}"):
             return train.fit_reader(others)
 
-    fitted, score = cached(cache / f"model-{key}.pkl", model)
+    fitted, score = train.cached(cache / f"model-{key}.pkl", model)
     return FoldFit(
-        tuple(held_out), fitted, cached(cache / f"reader-{reader_key}.pkl", reader), score
+        tuple(held_out), fitted, train.cached(cache / f"reader-{reader_key}.pkl", reader), score
     )
 
 
@@ -309,7 +298,7 @@ def unseen(
         mine = [(name, row) for name, row in items if row["card_id"] in group]
         key = digest(code_key(), fold.cards, json.dumps(fold.model), [r["id"] for _, r in mine])
         judge = UnseenCardJudge(PointModel(fold.model), fold.reader)
-        graded += cached(
+        graded += train.cached(
             cache / f"graded-{key}.pkl",
             lambda j=judge, m=mine, n=number: grade_rows(j, m, f"fold {n}"),
         )
@@ -324,7 +313,7 @@ def unseen(
     if shipped:
         judge = OfflineJudge()
         key = digest("shipped", code_key(), [r["id"] for _, r in items])
-        built_in = cached(cache / f"graded-{key}.pkl", lambda: grade_rows(judge, items, "shipped"))
+        built_in = train.cached(cache / f"graded-{key}.pkl", lambda: grade_rows(judge, items, "shipped"))
         result["shipped"] = table(built_in)
         result["curve"]["shipped"] = curves(built_in)
     return result
