@@ -1,8 +1,8 @@
 """How the offline judge reads an answer against a card: the per-card phrasings (``card_index``),
 the analysis of an answer (``analyse``), the evidence and features the learnt reading reads
-(``evidence``, ``features``), and the hand rules' decision (``decide``). ``grader.offline``
+(``evidence``, ``features``), and the hand rules' decision (``decide``). ``grader.offline.judge``
 holds the learnt reading and the judge around it; ``grader.offline.followup`` reads a follow-up answer
-with these same functions, so they sit below both. See ``grader.offline`` for the whole pipeline.
+with these same functions, so they sit below both. ``grader.offline.judge`` describes the whole reading.
 """
 
 from __future__ import annotations
@@ -51,9 +51,6 @@ if TYPE_CHECKING:
 
 #: Longer answers are read up to here; the engine refuses answers over 8,000 characters.
 MAX_ANSWER_CHARS = 8000
-
-# The pipeline's first stages live in their own modules and are re-exported here:
-# grader.offline.text (text), grader.injection (instructions to the grader), grader.offline.vectors (vectors).
 
 # ----- per-card phrasings, embedded once per card version ---------------------------------------
 

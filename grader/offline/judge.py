@@ -93,10 +93,7 @@ from grader.offline.evidence import (
     features,
     feedback_for,
 )
-from grader.offline.exemplars import (
-    Exemplars,
-    card_exemplars,
-)
+from grader.offline.exemplars import Exemplars, card_exemplars
 from grader.offline.followup import FollowUpModel, followup_features, probe_exemplars
 from grader.offline.reader import SentenceReader, shipped_reader
 from grader.offline.screens import (
@@ -107,14 +104,8 @@ from grader.offline.screens import (
     stem_pairs,
     topic_index,
 )
-from grader.offline.text import (
-    clauses,
-    sentences,
-    word_count,
-)
-from grader.offline.vectors import (
-    load_model,
-)
+from grader.offline.text import clauses, sentences, word_count
+from grader.offline.vectors import load_model
 from grader.scoring import grade_from_judgement
 
 if TYPE_CHECKING:
