@@ -7,7 +7,7 @@ No model here: plain regular expressions and sets, so it is cheap to test and to
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from grader.textnorm import STOPWORDS, fold, stem, words
@@ -174,19 +174,7 @@ def lexicon(text: str) -> Lexicon:
     cleaned = _NOT_NEGATING.sub(" ", _tidy(text))
     content: set[str] = set()
     negated: set[str] = set()
-    in_scope = False
-    for token in _TOKEN.findall(cleaned):
-        lower = token.lower()
-        if (
-            _NEGATION.fullmatch(lower)
-            or lower.endswith("n't")
-            or lower in ("fail", "fails", "failed")
-        ):
-            in_scope = True
-            continue
-        if lower in _SCOPE_END:
-            in_scope = False
-            continue
+    for lower, in_scope in _in_scope(token.lower() for token in _TOKEN.findall(cleaned)):
         if lower in STOPWORDS or len(lower) < 2:
             continue
         word = stem(lower)
@@ -194,6 +182,19 @@ def lexicon(text: str) -> Lexicon:
         if in_scope:
             negated ^= {word}
     return Lexicon(frozenset(content), frozenset(negated), polarity(text))
+
+
+def _in_scope(tokens: Iterable[str]) -> Iterator[tuple[str, bool]]:
+    """Each token that is neither a negation cue nor a scope end, and whether a negation
+    governs it: a cue opens a scope, punctuation or a conjunction closes it."""
+    in_scope = False
+    for token in tokens:
+        if _NEGATION.fullmatch(token) or token.endswith("n't") or token in ("fail", "fails", "failed"):
+            in_scope = True
+        elif token in _SCOPE_END:
+            in_scope = False
+        else:
+            yield token, in_scope
 
 
 _PHRASE_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|[0-9]+|[,;:.!?()]")
@@ -213,22 +214,10 @@ def scoped_tokens(text: str) -> Tokens:
     cleaned = _NOT_NEGATING.sub(" ", fold(text))
     stems: list[str] = []
     negated: list[bool] = []
-    in_scope = False
-    for token in _PHRASE_TOKEN.findall(cleaned):
-        if (
-            _NEGATION.fullmatch(token)
-            or token.endswith("n't")
-            or token in ("fail", "fails", "failed")
-        ):
-            in_scope = True
-            continue
-        if token in _SCOPE_END:
-            in_scope = False
-            continue
-        if token in STOPWORDS:
-            continue
-        stems.append(stem(token))
-        negated.append(in_scope)
+    for token, in_scope in _in_scope(_PHRASE_TOKEN.findall(cleaned)):
+        if token not in STOPWORDS:
+            stems.append(stem(token))
+            negated.append(in_scope)
     return Tokens(tuple(stems), tuple(negated))
 
 
