@@ -1,6 +1,6 @@
 """What each feature family of the offline judge's learnt reading is worth (issue 37).
 
-    python -m grader.calibration.ablate [--rows-cache FILE] [--folds K] [--spread-folds 4,6]
+    python -m grader.calibration.ablate [--rows-cache FILE] [--folds K] [--spread-folds 4,6] [--plain]
 
 For the learner the shipped model uses, the cross-fitted score that ``train`` maximises (QWK
 plus pass/fail agreement in the mean style, less penalties for passed traps and inflated
@@ -15,6 +15,11 @@ What it cannot see: every card here has its exemplars. A family that reads the c
 what a card without labelled answers grades by: the December 2026 cut of four such families
 kept the held-out figures and lost 5 to 9 points of pass/fail on unseen cards
 (``offline_eval unseen``; docs/offline-judge-history.md). Judge a cut on both.
+
+``--plain`` scores the plain model's reading (the one a card without labelled answers gets):
+the exemplar families are left out of every score. It is the cheap side of the second check;
+the sentence reader's columns here still come from readers that saw the row's card, so
+``offline_eval unseen`` has the last word.
 """
 
 from __future__ import annotations
@@ -27,8 +32,14 @@ from pathlib import Path
 
 from grader.calibration.train import choose_cuts, cross_fitted, fitting_rows
 from grader.calibration.unseen import shipped_learner
-from grader.offline.evidence import ALL_MISCONCEPTION_FEATURES, ALL_POINT_FEATURES, READER_FEATURES
+from grader.offline.evidence import (
+    ALL_MISCONCEPTION_FEATURES,
+    ALL_POINT_FEATURES,
+    EXEMPLAR_FEATURES,
+    READER_FEATURES,
+)
 from grader.offline.exemplars import MISC_CONTRAST_FEATURES, POINT_CONTRAST_FEATURES, VOTE_FEATURES
+from grader.offline.judge import MODEL_PATH, PLAIN_MODEL_PATH
 
 #: Feature families, by the evidence they read (point and misconception columns together).
 FAMILIES: dict[str, frozenset[str]] = {
@@ -56,14 +67,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows-cache", type=Path, help="keep the fitting rows' features here")
     parser.add_argument("--folds", type=int, default=5, help="folds of cards (26: one card each)")
     parser.add_argument("--spread-folds", default="4,6", help="other partitions for the spread")
+    parser.add_argument("--plain", action="store_true", help="never read the exemplar features")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    learner = shipped_learner()
+    never = EXEMPLAR_FEATURES if args.plain else frozenset()
+    families = {n: f for n, f in FAMILIES.items() if not (args.plain and f <= EXEMPLAR_FEATURES)}
+    learner = shipped_learner(PLAIN_MODEL_PATH if args.plain else MODEL_PATH)
     rows = fitting_rows(cache=args.rows_cache)
     print(f"{len(rows)} fitting answers; learner {learner}", file=sys.stderr, flush=True)
 
     def score(family: frozenset[str], folds: int) -> float:
-        held = cross_fitted(rows, learner, columns_without(family), folds=folds)
+        held = cross_fitted(rows, learner, columns_without(family | never), folds=folds)
         return choose_cuts(rows, held)[1]
 
     partitions = {args.folds} | {int(k) for k in args.spread_folds.split(",") if k}
@@ -77,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     spread = max(base_by_folds.values()) - min(base_by_folds.values())
     results: dict[str, float] = {"all features": base_by_folds[args.folds]}
-    for name, family in FAMILIES.items():
+    for name, family in families.items():
         start = time.monotonic()
         results[name] = score(family, args.folds)
         print(
@@ -92,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     "learner": list(learner),
                     "folds": args.folds,
+                    "plain": args.plain,
                     "scores": results,
                     "baseline_by_folds": base_by_folds,
                     "spread": spread,
@@ -102,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"cross-fitted score ({args.folds} folds of cards) with every feature: {base:.4f}")
     print(f"spread over partitions {sorted(partitions)}: {spread:.4f}")
-    for name in FAMILIES:
+    for name in families:
         gain = base - results[name]
         verdict = "earns its place" if gain > spread else "within the spread"
         print(f"  without {name:<36} {results[name]:.4f}  gain {gain:+.4f}  {verdict}")

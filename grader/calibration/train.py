@@ -21,6 +21,9 @@ injected answer graded above its twin.
 
     python -m grader.calibration.train   # writes grader/offline_model.json, models/exemplars.npz
                                          # and models/sentence_reader.npz
+    python -m grader.calibration.train --without-exemplars
+        # writes grader/offline_model_plain.json, the reading of a card with no labelled
+        # answers (a user's own card): it never reads the exemplar votes
 
 The model file holds standardisation, coefficients and cut-points as plain numbers; the
 judge applies them with numpy (scikit-learn is needed only here).
@@ -69,7 +72,7 @@ from grader.offline.exemplars import (
     labelled_answers,
     non_answer_rows,
 )
-from grader.offline.judge import MODEL_PATH, PointModel
+from grader.offline.judge import MODEL_PATH, PLAIN_MODEL_PATH, PointModel
 from grader.offline.reader import READER_PATH, PartEnsemble, SentenceReader
 from grader.scoring import INJECTION_CAP, quality_of
 
@@ -523,12 +526,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--training", type=Path, default=TRAINING_SET)
     parser.add_argument("--set", type=Path, default=DEFAULT_SET, help="the calibration set to fit on")
-    parser.add_argument("--out", type=Path, default=MODEL_PATH)
+    parser.add_argument("--out", type=Path, help="default: the shipped model's file")
     parser.add_argument("--rows-cache", type=Path, help="keep the features here between runs")
     parser.add_argument(
-        "--without-exemplars", action="store_true", help="fit on the phrasing features only"
+        "--without-exemplars",
+        action="store_true",
+        help="fit the reading of cards without labelled answers (never reads the exemplar votes)",
     )
     args = parser.parse_args(argv)
+    out = args.out or (PLAIN_MODEL_PATH if args.without_exemplars else MODEL_PATH)
     rows = fitting_rows(args.training, args.set, args.rows_cache)
     print(f"{len(rows)} answers on {len({r.card_id for r in rows})} cards", file=sys.stderr)
     names = ALL_POINT_FEATURES, ALL_MISCONCEPTION_FEATURES
@@ -555,8 +561,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     # Trees are thousands of numbers: one line, not one line each.
     text = json.dumps(model, indent=1) if learner[0] == "logistic" else json.dumps(model, separators=(",", ":"))
-    args.out.write_text(text + "\n", encoding="utf-8")
-    print(f"wrote {args.out} ({learner}, cut-points {cuts})")
+    out.write_text(text + "\n", encoding="utf-8")
+    print(f"wrote {out} ({learner}, cut-points {cuts})")
+    if args.without_exemplars:
+        return 0  # the exemplars and the sentence reader belong to the main fit
     from grader.calibration.store_exemplars import store_exemplars
 
     store_exemplars()  # the exemplars as the shipped model will read them

@@ -1,26 +1,27 @@
 """The offline judge on cards it never saw: how it grades a user's own card (issue 41, item 3).
 
 A card in a user's deck has no labelled answers. The judge then reads it with what it learnt
-on other cards only: the point model's classifiers and cut-points and the sentence reader were
-fitted without it (the reader gives it no offset of its own), and its exemplars are the
-non-answers every card gets (``grader.offline.exemplars.NON_ANSWERS``, all labelled absent; the 11
-that hold a claim are embedded), since ``labelled_answers`` finds no row of it. The exemplar
-votes then read 0 with ``knn_known`` 1 (on rl-01 and rl-07's held-out answers: ``knn_answer``
-0 against 0.64 with the card's exemplars, ``knn_answer_sim`` 0.34 against 0.80, ``knn_unit``
-and its similarity 0) and the contrasts read "no group" (0, -1): "the nearest labelled answers
-earned nothing", a reading the point model met on no fitting row. The phrasing features, the
-stance and the sentence reader's columns are read as for a built-in card. The doubt margin is
-the same (``grader.offline.SURE_MARGIN``); the reading is nearer its cuts more often, so the
-judge says it is unsure more often (31% of the held-out answers against 13%; figures and the
-command in ``grader.calibration.offline_eval``).
+on other cards only: the plain point model (``grader.offline.judge.PLAIN_MODEL_PATH``, fitted
+without the exemplar features) with its cut-points, and the sentence reader (which gives the
+card no offset of its own). The phrasing features, the stance and the sentence reader's columns
+are read as for a built-in card. The doubt margin is the same (``grader.offline.SURE_MARGIN``);
+the reading is nearer its cuts more often, so the judge says it is unsure more often (a third
+of the held-out answers against 14%; figures and the command in
+``grader.calibration.offline_eval``).
+
+Until December 2026 such a card was read by the main model, whose exemplar votes then saw only
+the non-answers every card gets (``grader.offline.exemplars.NON_ANSWERS``, all labelled absent):
+"the nearest labelled answers earned nothing", a reading it met on no fitting row.
+``without_exemplars=False`` (``--with-votes``) measures that reading still.
 
 This module measures exactly that case by folds of cards: for each fold, everything is fitted
 on the fitting rows (``grader.calibration.train.training_rows``) of the other cards, with
-train.py's own functions and the shipped learner; the fold's cards' held-out answers (never
-fitted on) are graded by the whole judge (``OfflineJudge.judge``: the screens, the negation
-rules, the doubts) with the fold's model and reader and the non-answer exemplars. The fitting
-rows' reader columns are train.py's (readers fitted without each row's writer, on every card):
-refitting them without the fold's cards would cost five more reader fits per fold.
+train.py's own functions and the learner train.py chose for the shipped model (the plain one's,
+or with ``--with-votes`` the main one's); the fold's cards' held-out answers (never fitted on)
+are graded by the whole judge (``OfflineJudge.judge``: the screens, the negation rules, the
+doubts) with the fold's model and reader. The fitting rows' reader columns are train.py's
+(readers fitted without each row's writer, on every card): refitting them without the fold's
+cards would cost five more reader fits per fold.
 
 Fits and grades are kept under ``TRAPBOT_EVAL_CACHE`` (default ``~/.cache/trapbot-eval``),
 keyed by what they depend on, so a re-run is quick.
@@ -53,7 +54,7 @@ from grader.offline.evidence import (
     exemplar_vectors,
 )
 from grader.offline.exemplars import Exemplars, build_exemplars, labelled_answers
-from grader.offline.judge import MODEL_PATH, SURE_MARGIN, PointModel
+from grader.offline.judge import MODEL_PATH, PLAIN_MODEL_PATH, SURE_MARGIN, PointModel
 from grader.offline.reader import SentenceReader
 from grader.scoring import grade_from_judgement
 
@@ -75,7 +76,7 @@ class UnseenCardJudge(OfflineJudge):
     its only exemplars are the non-answers."""
 
     def __init__(self, model: PointModel, reader: SentenceReader | None):
-        super().__init__(model=model, followup_model=None)
+        super().__init__(model=model, followup_model=None, plain_model=None)
         self._reader = reader
         self._exemplars: dict[str, Exemplars] = {}
 
@@ -278,15 +279,17 @@ def unseen(
     learner: tuple[str, Any] | None = None,
     cache: Path = CACHE,
     shipped: bool = True,
-    without_exemplars: bool = False,
+    without_exemplars: bool = True,
 ) -> dict[str, Any]:
     """Grade ``sets`` card fold by card fold with everything fitted without the fold (the
-    unseen-card judge), and, with ``shipped``, with the shipped judge, side by side."""
+    unseen-card judge), and, with ``shipped``, with the shipped judge, side by side. The fold's
+    point model is fitted ``without_exemplars`` as the shipped plain model is (False: the main
+    model's reading, which on a user's card sees votes of non-answers only)."""
     deck = default_deck()
     cards = sorted(cards or [card.id for card in deck])
     if rows is None:
         rows = train.fitting_rows(cache=cache / f"fitting-rows-{fitting_key()}.pkl")
-    learner = learner or shipped_learner()
+    learner = learner or shipped_learner(PLAIN_MODEL_PATH if without_exemplars else MODEL_PATH)
     items = held_out_rows(sets, set(cards))
     graded: list[Graded] = []
     groups = train.card_folds(cards, folds)
@@ -313,7 +316,9 @@ def unseen(
     if shipped:
         judge = OfflineJudge()
         key = digest("shipped", code_key(), [r["id"] for _, r in items])
-        built_in = train.cached(cache / f"graded-{key}.pkl", lambda: grade_rows(judge, items, "shipped"))
+        built_in = train.cached(
+            cache / f"graded-{key}.pkl", lambda: grade_rows(judge, items, "shipped")
+        )
         result["shipped"] = table(built_in)
         result["curve"]["shipped"] = curves(built_in)
     return result

@@ -112,6 +112,9 @@ if TYPE_CHECKING:
     from cards.schema import Card
 
 MODEL_PATH = Path(__file__).resolve().parents[1] / "offline_model.json"
+#: The reading of a card with no labelled answers (a user's own card): fitted without the
+#: exemplar votes, which on such a card see only the stock non-answers.
+PLAIN_MODEL_PATH = MODEL_PATH.with_name("offline_model_plain.json")
 
 
 class TreeEnsemble:
@@ -472,6 +475,12 @@ def without_flagged(analysis: Analysis, params: OfflineParams) -> str:
     return " ".join(" ".join(piece.split()) for piece in pieces if piece.strip())
 
 
+def has_own_answers(exemplars: Exemplars) -> bool:
+    """Whether the card has labelled answers beyond the stock non-answers every card is given
+    (``grader.offline.exemplars.non_answer_rows``, ids ``non-answer/...``)."""
+    return any(not answer.id.startswith("non-answer/") for answer in exemplars.answers)
+
+
 # ----- non-answers (grader.offline.screens) ----------------------------------------------------------------
 
 LISTS_TERMS = "The answer is a list of terms; a list states no mechanism, so it earns nothing."
@@ -515,10 +524,15 @@ class OfflineJudge:
         params: OfflineParams | None = None,
         model: PointModel | None | str = "default",
         followup_model: FollowUpModel | None | str = "default",
+        plain_model: PointModel | None | str = "default",
     ):
         self.params = params or OfflineParams()
         # "default": the shipped learnt readings when they are there; None: the hand rules alone.
         self.model = PointModel.load() if model == "default" else model
+        # The reading of a card with no labelled answers; None: ``model`` reads every card.
+        self.plain_model = (
+            PointModel.load(PLAIN_MODEL_PATH) if plain_model == "default" else plain_model
+        )
         self.followup_model = (
             FollowUpModel.load() if followup_model == "default" else followup_model
         )
@@ -559,6 +573,20 @@ class OfflineJudge:
         """The card's labelled answers, embedded once per card version."""
         index = self.index(card)
         return card_exemplars(card, index.version, lambda text: exemplar_vectors(card, index, text))
+
+    def model_for(self, card: Card) -> PointModel | None:
+        """The learnt reading for ``card``: ``model`` when the card has labelled answers of its
+        own (or ``model`` reads no votes), else ``plain_model``, fitted without the votes, which
+        on such a card would see only the stock non-answers."""
+        model = self.model
+        reads_votes = isinstance(model, PointModel) and model.uses_exemplars
+        if (
+            reads_votes
+            and self.plain_model is not None
+            and not has_own_answers(self.exemplars(card))
+        ):
+            return self.plain_model
+        return model
 
     def analyse(self, card: Card, answer: str) -> Analysis:
         return analyse(card, self.index(card), answer)
@@ -632,11 +660,11 @@ class OfflineJudge:
     def _read(self, card: Card, answer: str, *, rules: bool) -> tuple[Judgement, Analysis]:
         index = self.index(card)
         analysis = analyse(card, index, answer)
-        if isinstance(self.model, PointModel) and not rules:
-            exemplars = self.exemplars(card) if self.model.uses_exemplars else None
-            reader = self.reader()
+        model = self.model_for(card)
+        if isinstance(model, PointModel) and not rules:
+            exemplars = self.exemplars(card) if model.uses_exemplars else None
             return decide_learnt(
-                card, index, analysis, self.params, self.model, exemplars, reader
+                card, index, analysis, self.params, model, exemplars, self.reader()
             ), analysis
         return decide(card, index, analysis, self.params), analysis
 

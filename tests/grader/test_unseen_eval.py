@@ -128,7 +128,9 @@ def test_a_card_read_without_its_labelled_answers_is_unsure_more_often(offline_j
     assert len(answers) == 13 and without > with_exemplars
 
 
-def test_the_fitting_rows_cache_is_written_into_a_folder_that_does_not_exist_yet(monkeypatch, tmp_path):
+def test_the_fitting_rows_cache_is_written_into_a_folder_that_does_not_exist_yet(
+    monkeypatch, tmp_path
+):
     """A fresh machine has no cache folder: the rows, minutes of work, must still be kept."""
     from grader.calibration import train
 
@@ -138,3 +140,17 @@ def test_the_fitting_rows_cache_is_written_into_a_folder_that_does_not_exist_yet
     cache = tmp_path / "new" / "folder" / "rows.pkl"
     assert train.fitting_rows(cache=cache) == ["row"]
     assert cache.exists() and train.fitting_rows(cache=cache) == ["row"]
+
+
+def test_a_card_without_labelled_answers_is_read_by_the_plain_model(
+    offline_judge, rl08, small_deck
+):
+    """A user's card (rl-08's text under another id: no labelled answer is its own) is read by
+    the model fitted without the exemplar votes, which there would see only non-answers; a
+    built-in card by the main model."""
+    user_card = small_deck.get("rl-91")
+    assert offline_judge.model.uses_exemplars and not offline_judge.plain_model.uses_exemplars
+    assert offline_judge.model_for(rl08) is offline_judge.model
+    assert offline_judge.model_for(user_card) is offline_judge.plain_model
+    main_only = OfflineJudge(plain_model=None)
+    assert main_only.model_for(user_card) is main_only.model
