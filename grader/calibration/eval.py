@@ -57,9 +57,11 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,6 +139,27 @@ class Progress:
                 file=sys.stderr,
                 flush=True,
             )
+
+
+@contextmanager
+def heartbeat(label: Callable[[], str], every: float = 5.0) -> Iterator[None]:
+    """A stderr line every ``every`` seconds while a long step (a reader fit) runs."""
+    stop = threading.Event()
+    start = time.monotonic()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            print(
+                f"  ... {label()} ({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True
+            )
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def load_set(path: Path | str = DEFAULT_SET) -> list[Example]:

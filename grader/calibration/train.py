@@ -23,7 +23,8 @@ injected answer graded above its twin.
                                          # and models/sentence_reader.npz
     python -m grader.calibration.train --without-exemplars
         # writes grader/offline_model_plain.json, the reading of a card with no labelled
-        # answers (a user's own card): it never reads the exemplar votes
+        # answers (a user's own card): it never reads the exemplar votes, and its rows'
+        # sentence-reader columns come from readers that never saw the row's card
 
 The model file holds standardisation, coefficients and cut-points as plain numbers; the
 judge applies them with numpy (scikit-learn is needed only here).
@@ -38,7 +39,7 @@ import math
 import pickle
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ import numpy as np
 
 from cards.deck import default_deck
 from grader.base import Judgement, MisconceptionJudgement, PointJudgement
-from grader.calibration.eval import DEFAULT_SET, PASS_QUALITY, TRAP_KINDS
+from grader.calibration.eval import DEFAULT_SET, PASS_QUALITY, TRAP_KINDS, heartbeat
 from grader.calibration.eval import quadratic_weighted_kappa as qwk
 from grader.calibration.reader_fit import POINT_TARGET, Example, fit_part, save
 from grader.calibration.regrade import rule_grade, stale_labels
@@ -175,6 +176,8 @@ def read_rows(data: Sequence[dict[str, Any]]) -> list[Row]:
 #: 0.90 against 0.73 for the best plain cosine, misconceptions 0.93 against 0.85; 80 epochs
 #: gave no more).
 READER_FOLDS = 5
+#: The plain model's rows are read by readers fitted without their fold of cards (``read_as_unseen``).
+UNSEEN_READER_FOLDS = 5
 READER_EPOCHS = (40, 20)
 #: The point reader is the mean of readers fitted from these seeds (``PartEnsemble``).
 POINT_READER_SEEDS = (0, 1)
@@ -270,6 +273,37 @@ def add_reader_features(rows: Sequence[Row]) -> None:
                 if n_misc and len(row.misc_x):
                     row.misc_x[:, -n_misc:] = misc_read
         print(f"  [{fold + 1}/{READER_FOLDS}] sentence reader fitted without fold {fold}", file=sys.stderr, flush=True)
+
+
+def read_as_unseen(
+    rows: Sequence[Row], folds: int, reader_without: Callable[[list[str]], SentenceReader] | None = None
+) -> list[Row]:
+    """``rows`` with the sentence reader's columns read as on a card the reader never saw: each
+    row's by a reader fitted without its fold of cards (``reader_without(group)``; default: fit
+    one), so with no offset of its own and no fit on its card. The plain model reads a user's
+    card that way, so it is fitted on rows read that way."""
+    deck = default_deck()
+    judge = OfflineJudge(model=None)
+    n_point, n_misc = len(READER_POINT_FEATURES), len(READER_MISC_FEATURES)
+    groups = card_folds((r.card_id for r in rows), folds)
+    read: dict[str, Row] = {}
+    for number, group in enumerate(groups, 1):
+        if reader_without is None:
+            with heartbeat(lambda g=group: f"fitting a sentence reader without {', '.join(g)}"):
+                reader = fit_reader([r for r in rows if r.card_id not in group])
+        else:
+            reader = reader_without(group)
+        for row in rows:
+            if row.card_id in group and row.read is not None:
+                card = deck.get(row.card_id)
+                point_read, misc_read = reader_features(card, judge.index(card), row.read, reader)
+                point_x, misc_x = row.point_x.copy(), row.misc_x.copy()
+                point_x[:, -n_point:] = point_read
+                if n_misc and len(misc_x):
+                    misc_x[:, -n_misc:] = misc_read
+                read[row.id] = replace(row, point_x=point_x, misc_x=misc_x)
+        print(f"  [{number}/{len(groups)}] rows read by a reader that never saw {', '.join(group)}", file=sys.stderr, flush=True)
+    return [read.get(row.id, row) for row in rows]
 
 
 #: The readings tried, each chosen or not by leave-one-card-out: logistic regressions at four
@@ -537,6 +571,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or (PLAIN_MODEL_PATH if args.without_exemplars else MODEL_PATH)
     rows = fitting_rows(args.training, args.set, args.rows_cache)
     print(f"{len(rows)} answers on {len({r.card_id for r in rows})} cards", file=sys.stderr)
+    if args.without_exemplars:
+        rows = read_as_unseen(rows, UNSEEN_READER_FOLDS)
     names = ALL_POINT_FEATURES, ALL_MISCONCEPTION_FEATURES
     columns = tuple(
         [i for i, name in enumerate(group) if not (args.without_exemplars and name in EXEMPLAR_FEATURES)]

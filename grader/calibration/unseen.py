@@ -19,9 +19,10 @@ on the fitting rows (``grader.calibration.train.training_rows``) of the other ca
 train.py's own functions and the learner train.py chose for the shipped model (the plain one's,
 or with ``--with-votes`` the main one's); the fold's cards' held-out answers (never fitted on)
 are graded by the whole judge (``OfflineJudge.judge``: the screens, the negation rules, the
-doubts) with the fold's model and reader. The fitting rows' reader columns are train.py's
-(readers fitted without each row's writer, on every card): refitting them without the fold's
-cards would cost five more reader fits per fold.
+doubts) with the fold's model and reader. The plain model's rows are read as ``train --without-
+exemplars`` reads them (``train.read_as_unseen``), by readers that never saw the fold nor the
+row's card: five more reader fits per fold. The main model's rows keep train.py's reader
+columns (readers fitted without each row's writer, on every card).
 
 Fits and grades are kept under ``TRAPBOT_EVAL_CACHE`` (default ``~/.cache/trapbot-eval``),
 keyed by what they depend on, so a re-run is quick.
@@ -33,10 +34,7 @@ import hashlib
 import json
 import os
 import sys
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +42,7 @@ from typing import Any
 from cards.deck import default_deck
 from cards.schema import Card
 from grader.calibration import train
-from grader.calibration.eval import MARGIN_GRID, PASS_QUALITY, Progress, sure_agreement
+from grader.calibration.eval import MARGIN_GRID, PASS_QUALITY, Progress, heartbeat, sure_agreement
 from grader.calibration.eval import quadratic_weighted_kappa as qwk
 from grader.offline import OfflineJudge
 from grader.offline.evidence import (
@@ -116,25 +114,17 @@ def rows_key(rows: Sequence[train.Row]) -> str:
     return h.hexdigest()[:16]
 
 
-@contextmanager
-def heartbeat(label: Callable[[], str], every: float = 5.0) -> Iterator[None]:
-    """A stderr line every ``every`` seconds while a long step (a reader fit) runs."""
-    stop = threading.Event()
-    start = time.monotonic()
+def fold_reader(rows: Sequence[train.Row], held_out: Sequence[str], cache: Path) -> SentenceReader:
+    """The sentence reader fitted on the rows of the cards not in ``held_out``."""
+    others = [r for r in rows if r.card_id not in held_out]
+    label = ", ".join(held_out)
 
-    def beat() -> None:
-        while not stop.wait(every):
-            print(
-                f"  ... {label()} ({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True
-            )
+    def reader() -> SentenceReader:
+        with heartbeat(lambda: f"fitting the sentence reader without {label}"):
+            return train.fit_reader(others)
 
-    thread = threading.Thread(target=beat, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
+    key = digest(rows_key(others), code_key(*FEATURE_CODE))
+    return train.cached(cache / f"reader-{key}.pkl", reader)
 
 
 def fit_fold(
@@ -144,19 +134,18 @@ def fit_fold(
     inner_folds: int | None,
     cache: Path,
     without_exemplars: bool = False,
+    model_rows: Sequence[train.Row] | None = None,
 ) -> FoldFit:
     """The point model (cut-points chosen by ``inner_folds`` folds of the other cards; with
     ``without_exemplars``, on the features that do not read exemplars, as ``train
-    --without-exemplars`` fits) and the sentence reader, fitted on the rows of the cards not in
-    ``held_out``."""
-    others = [r for r in rows if r.card_id not in held_out]
+    --without-exemplars`` fits) on ``model_rows`` (default ``rows``) and the sentence reader on
+    ``rows``, of the cards not in ``held_out``."""
+    others = [r for r in (model_rows or rows) if r.card_id not in held_out]
     columns = tuple(
         [i for i, name in enumerate(names) if not (without_exemplars and name in EXEMPLAR_FEATURES)]
         for names in (ALL_POINT_FEATURES, ALL_MISCONCEPTION_FEATURES)
     )
-    reader_key = digest(rows_key(others), code_key(*FEATURE_CODE))
-    key = digest(reader_key, learner, inner_folds, columns)
-    label = ", ".join(held_out)
+    key = digest(digest(rows_key(others), code_key(*FEATURE_CODE)), learner, inner_folds, columns)
 
     def model() -> tuple[dict[str, Any], float]:
         cuts, score = train.choose_cuts(
@@ -166,14 +155,8 @@ def fit_fold(
         fitted["cuts"] = train.stored_cuts(cuts)
         return fitted, score
 
-    def reader() -> SentenceReader:
-        with heartbeat(lambda: f"fitting the sentence reader without {label}"):
-            return train.fit_reader(others)
-
     fitted, score = train.cached(cache / f"model-{key}.pkl", model)
-    return FoldFit(
-        tuple(held_out), fitted, train.cached(cache / f"reader-{reader_key}.pkl", reader), score
-    )
+    return FoldFit(tuple(held_out), fitted, fold_reader(rows, held_out, cache), score)
 
 
 # ----- grading ------------------------------------------------------------------------------------
@@ -280,6 +263,7 @@ def unseen(
     cache: Path = CACHE,
     shipped: bool = True,
     without_exemplars: bool = True,
+    unseen_reader: bool = True,
 ) -> dict[str, Any]:
     """Grade ``sets`` card fold by card fold with everything fitted without the fold (the
     unseen-card judge), and, with ``shipped``, with the shipped judge, side by side. The fold's
@@ -297,7 +281,14 @@ def unseen(
         print(
             f"[{number}/{len(groups)}] fold without {', '.join(group)}", file=sys.stderr, flush=True
         )
-        fold = fit_fold(rows, group, learner, inner_folds, cache, without_exemplars)
+        model_rows = None
+        if without_exemplars and unseen_reader:
+            # The plain model's rows read as unseen, by readers that never saw this fold either.
+            others = [r for r in rows if r.card_id not in group]
+            model_rows = train.read_as_unseen(
+                others, folds, lambda inner, o=others: fold_reader(o, inner, cache)
+            )
+        fold = fit_fold(rows, group, learner, inner_folds, cache, without_exemplars, model_rows)
         mine = [(name, row) for name, row in items if row["card_id"] in group]
         key = digest(code_key(), fold.cards, json.dumps(fold.model), [r["id"] for _, r in mine])
         judge = UnseenCardJudge(PointModel(fold.model), fold.reader)
@@ -310,6 +301,7 @@ def unseen(
         "inner_folds": inner_folds,
         "learner": list(learner),
         "without_exemplars": without_exemplars,
+        "unseen_reader": unseen_reader,
         "unseen": table(graded),
         "curve": {"unseen": curves(graded)},
     }

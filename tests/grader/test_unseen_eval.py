@@ -99,13 +99,18 @@ def test_each_card_is_graded_by_fits_that_never_saw_it_and_a_rerun_reads_the_cac
 
     graded_cards = [cards for kind, cards in events if kind == "grade"]
     assert sorted(c for cards in graded_cards for c in cards) == sorted(CARDS)
-    fold_start = 0
+    fold_start, per_fold = 0, []
     for number, (kind, cards) in enumerate(events):
         if kind == "grade":
             fitted = [seen for _, seen in events[fold_start:number]]
-            # per fold: two cut-point fits, the model and the reader, none of them on the card
-            assert len(fitted) == 5 and all(not (seen & cards) for seen in fitted)
+            assert all(not (seen & cards) for seen in fitted)
+            per_fold.append(len(fitted))
             fold_start = number + 1
+    # A fold: a reader without each of the two other cards (a fit and its reader keys each) to
+    # read the plain model's rows as unseen, two cut-point fits, the model, and the fold's
+    # reader with its keys. Each of those readers (fitted on one card's rows) serves two folds,
+    # so the later folds read them from the cache.
+    assert per_fold == [9, 7, 5]
     figures = first["unseen"][str(held)]["all"]
     assert figures["answers"] == 6
     assert set(figures) == {"answers", "qwk", "agree", "unsure", "sure_agree"}
@@ -154,3 +159,34 @@ def test_a_card_without_labelled_answers_is_read_by_the_plain_model(
     assert offline_judge.model_for(user_card) is offline_judge.plain_model
     main_only = OfflineJudge(plain_model=None)
     assert main_only.model_for(user_card) is main_only.model
+
+
+def test_the_plain_models_rows_are_read_by_readers_that_never_saw_their_card(monkeypatch):
+    """``train --without-exemplars`` fits on rows read as a user's card is read: each row's
+    reader columns, and only those, come from a reader fitted without the row's card."""
+    from grader.offline.evidence import READER_MISC_FEATURES, READER_POINT_FEATURES
+
+    monkeypatch.setattr(train, "READER_EPOCHS", (1, 1))
+    monkeypatch.setattr(train, "POINT_READER_SEEDS", (0,))
+    rows = synthetic_rows()
+    reader_knew: dict[str, set[str]] = {}
+    fit_reader = train.fit_reader
+
+    def spy_reader(fitted_on):
+        reader = fit_reader(fitted_on)
+        fitted_ids = {r.id for r in fitted_on}
+        for row in rows:
+            if row.id not in fitted_ids:
+                reader_knew[row.card_id] = {k.split("/")[0] for k in reader.points.target_bias}
+        return reader
+
+    monkeypatch.setattr(train, "fit_reader", spy_reader)
+    read = train.read_as_unseen(rows, len(CARDS))
+    assert set(reader_knew) == set(CARDS)
+    assert all(card not in knew and knew for card, knew in reader_knew.items())
+    n_point, n_misc = len(READER_POINT_FEATURES), len(READER_MISC_FEATURES)
+    assert [r.id for r in read] == [r.id for r in rows]
+    for before, after in zip(rows, read, strict=True):
+        np.testing.assert_array_equal(before.point_x[:, :-n_point], after.point_x[:, :-n_point])
+        np.testing.assert_array_equal(before.misc_x[:, :-n_misc], after.misc_x[:, :-n_misc])
+        assert not np.array_equal(before.point_x[:, -n_point:], after.point_x[:, -n_point:])
