@@ -37,7 +37,7 @@ class ConfirmRoom:
             Button(f"{i}. {texts.MARK[judgement.verdict_for(card.key_points[i - 1].id)]}", Action(Verb.TICK, review.id, str(i)).encode())
             for i in asked
         ]
-        buttons = _rows(ticks, 3) + (
+        buttons = _rows(ticks, 3) + _trap_row(review, judgement, doubtful) + (
             (Button(f"Confirm {grade.quality}/5", Action(Verb.CONFIRM, review.id).encode()),),
         )
         if doubtful is not None:
@@ -77,12 +77,45 @@ class ConfirmRoom:
         verdict = with_second(judgement.to_json(), second)
         if (review.verdict or {}).get("show_all"):
             verdict["show_all"] = True  # the learner asked for every point: ticking keeps them
+        if (review.verdict or {}).get("cleared_misconceptions"):
+            verdict["cleared_misconceptions"] = review.verdict["cleared_misconceptions"]
+        self._update_review(review.id, verdict=verdict)
+        return self._confirmation_reply(self._load_review(review.id), card)
+
+
+    def _toggle_trap(self, review: Review, card: Card) -> Reply:
+        """The learner says the answer does not assert the trap the judge read: the asserted
+        misconceptions are cleared, and kept so that a second tap puts them back."""
+        verdict = dict(review.verdict or {})
+        judgement = Judgement.from_json(verdict)
+        asserted = {m.misconception_id for m in judgement.misconceptions if m.asserted}
+        if asserted:
+            verdict["cleared_misconceptions"] = sorted(asserted)
+            kept: set[str] = set()
+        else:
+            kept = set(verdict.pop("cleared_misconceptions", ()))
+        misconceptions = tuple(replace(m, asserted=m.misconception_id in kept) for m in judgement.misconceptions)
+        verdict.update(replace(judgement, misconceptions=misconceptions).to_json())
         self._update_review(review.id, verdict=verdict)
         return self._confirmation_reply(self._load_review(review.id), card)
 
 
 #: The tick argument that asks for every point's button, not only the doubtful ones.
 SHOW_ALL = "all"
+#: The tick argument that says the answer does not assert the trap the judge read.
+TRAP = "trap"
+
+
+def _trap_row(review: Review, judgement: Judgement, doubtful: list[int] | None) -> tuple[tuple[Button, ...], ...]:
+    """A button to dispute the trap reading when the judge is unsure of it or every point is
+    asked, and one to put it back after the learner cleared it."""
+    asserted = [m.misconception_id for m in judgement.misconceptions if m.asserted]
+    in_doubt = doubtful is None or any(m in judgement.unsure_points for m in asserted)
+    if asserted and in_doubt:
+        return ((Button("Not the trap", Action(Verb.TICK, review.id, TRAP).encode()),),)
+    if not asserted and (review.verdict or {}).get("cleared_misconceptions"):
+        return ((Button("It is the trap", Action(Verb.TICK, review.id, TRAP).encode()),),)
+    return ()
 
 
 def points_in_doubt(card: Card, judgement: Judgement, *, show_all: bool) -> list[int] | None:

@@ -26,7 +26,7 @@ from bot import texts, wordings
 from bot.actions import Action, InvalidAction, Verb
 from bot.answers import MAX_ANSWER_CHARS, answer_problem, clean_answer, is_dont_know
 from bot.clock import Clock, local_date
-from bot.confirming import SHOW_ALL, ConfirmRoom, with_second
+from bot.confirming import SHOW_ALL, TRAP, ConfirmRoom, with_second
 from bot.followups import FollowUps, point_to_probe
 from bot.groups import GroupRoom
 from bot.history import HistoryRoom, snapshot_of
@@ -558,6 +558,8 @@ class QuizEngine(ConfirmRoom, SettingsRoom, StatsRoom, SnoozeRoom, HistoryRoom, 
                 self._expect(review, ReviewStatus.AWAITING)
                 if action.arg == SHOW_ALL:
                     return [self._show_every_point(review, card)]
+                if action.arg == TRAP:
+                    return [self._toggle_trap(review, card)]
                 return [self._toggle_point(review, card, action.int_arg(1, len(card.key_points)))]
             if verb is Verb.CONFIRM:
                 self._expect(review, ReviewStatus.AWAITING)

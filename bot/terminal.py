@@ -61,6 +61,7 @@ KEYS: dict[tuple[Verb, str | None], str] = {
     (Verb.SETTINGS, "resume"): "r",
     (Verb.SETTINGS, None): "i",
     (Verb.TICK, "all"): "g",  # correct a point the judge was sure of
+    (Verb.TICK, "trap"): "b",  # the answer does not assert the trap the judge read
 }
 _NUMBERED = (Verb.TICK, Verb.RATE, Verb.OVERRIDE)
 

@@ -146,7 +146,9 @@ def assisted_prompt(
     lines += marked_points(card, judgement, numbered=True)
     fell = _asserted(card, judgement)
     if fell:
-        lines += ["", f"⚠️ It reads like the trap: _{point_label(fell[0])}_"]
+        unsure = doubtful is not None and any(m.id in judgement.unsure_points for m in fell)
+        doubt = " I am unsure of this: tap **Not the trap** if your answer does not say it." if unsure else ""
+        lines += ["", f"⚠️ It reads like the trap: _{point_label(fell[0])}_.{doubt}"]
     lines += ["", f"_Bold points are the core._ As ticked, that grades **{quality}/5**."]
     return "\n".join(lines)
 

@@ -82,3 +82,64 @@ def test_the_terminal_keeps_one_key_for_correcting_a_sure_reading() -> None:
 
     assert key_for(Button("Correct a point", Action(Verb.TICK, 7, "all").encode())) == "g"
     assert key_for(Button("3. ❌", Action(Verb.TICK, 7, "3").encode())) == "3"
+
+
+class TrapReadingJudge(DoubtfulJudge):
+    """Credits the first two points and reads the first misconception as asserted; unsure of
+    that reading when ``unsure_of_trap``."""
+
+    def __init__(self, unsure_of_trap: bool):
+        super().__init__(())
+        self.unsure_of_trap = unsure_of_trap
+
+    async def assess(self, card: Card, answer: str, *, interactive: bool) -> Assessment:
+        from grader.base import MisconceptionJudgement
+
+        points = tuple(
+            PointJudgement(p.id, PointVerdict.PRESENT if i < 2 else PointVerdict.ABSENT, answer if i < 2 else "")
+            for i, p in enumerate(card.key_points)
+        )
+        misconceptions = tuple(
+            MisconceptionJudgement(m.id, i == 0, answer if i == 0 else "") for i, m in enumerate(card.misconceptions)
+        )
+        unsure = (card.misconceptions[0].id,) if self.unsure_of_trap else ()
+        judgement = Judgement(
+            judge=self.name, points=points, misconceptions=misconceptions, unsure_points=unsure, margin=0.1
+        )
+        grade = grade_from_judgement(card, judgement, answer)
+        return Assessment(grader=self.name, grade=grade, needs_confirmation=interactive, sure=not unsure, unsure_points=unsure)
+
+
+async def test_a_trap_reading_in_doubt_can_be_cleared_and_put_back(db, small_deck, clock) -> None:
+    """An unsure reading that the answer asserts the trap gets a button: the learner clears it,
+    the grade is no longer capped by it, a second tap puts it back, and the confirmed grade is
+    the one shown."""
+    engine = make(db, small_deck, clock, TrapReadingJudge(unsure_of_trap=True))
+    learner, confirm = await open_and_answer(engine)
+    assert ticks(confirm) == ["trap", "all"] and "tap **Not the trap**" in confirm.text
+    capped = int(confirm.text.split("that grades **")[1][0])
+    [cleared] = await engine.act(learner.id, button(confirm, Verb.TICK, "trap"))
+    assert "reads like the trap" not in cleared.text and ticks(cleared) == ["trap", "all"]
+    assert [b.label for row in cleared.buttons for b in row if b.label.endswith("trap")] == ["It is the trap"]
+    free = int(cleared.text.split("that grades **")[1][0])
+    assert free > capped
+    [back] = await engine.act(learner.id, button(cleared, Verb.TICK, "trap"))
+    assert "reads like the trap" in back.text and int(back.text.split("that grades **")[1][0]) == capped
+    [again] = await engine.act(learner.id, button(back, Verb.TICK, "trap"))
+    [verdict] = await engine.act(learner.id, button(again, Verb.CONFIRM))
+    assert verdict.kind is ReplyKind.VERDICT and f"{free}/5" in verdict.text
+
+
+async def test_a_sure_trap_reading_is_disputed_through_correct_a_point(db, small_deck, clock) -> None:
+    engine = make(db, small_deck, clock, TrapReadingJudge(unsure_of_trap=False))
+    learner, confirm = await open_and_answer(engine)
+    assert ticks(confirm) == ["all"] and "Not the trap" not in confirm.text
+    [every] = await engine.act(learner.id, button(confirm, Verb.TICK, "all"))
+    assert "trap" in ticks(every)
+
+
+def test_the_terminal_has_a_key_for_not_the_trap() -> None:
+    from bot.replies import Button
+    from bot.terminal import key_for
+
+    assert key_for(Button("Not the trap", Action(Verb.TICK, 7, "trap").encode())) == "b"
