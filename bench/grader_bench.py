@@ -1,7 +1,10 @@
 """Benchmarks of the offline judge (not timed tests): warm latency, and robustness against
 keyword stuffing and negation next to the naive baseline.
 
-    .venv/bin/python bench/grader_bench.py [--answers N] [--json]
+    .venv/bin/python bench/grader_bench.py [--answers N] [--as-own-cards] [--json]
+
+``--as-own-cards`` grades the same answers against copies of the cards under new ids, which
+have no labelled answers: the path a user's own deck takes (the plain model, no votes).
 
 Latency is the wall time of ``OfflineJudge.judge`` per calibration answer after the model
 is loaded and every card indexed (what a running bot sees); the CPU time of the grading
@@ -21,11 +24,12 @@ import statistics
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cards.deck import default_deck
+from cards.deck import Deck, default_deck
 from grader.calibration.eval import baseline_quality, baseline_score, load_set
 from grader.llm import prompt_size_report
 from grader.offline import OfflineJudge
@@ -61,11 +65,15 @@ def main() -> int:
     parser.add_argument(
         "--answers", type=int, default=0, help="time only the first N answers (default: all)"
     )
+    parser.add_argument("--as-own-cards", action="store_true", help="cards with no labelled answers")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
     deck = default_deck()
-    examples = [e for e in load_set() if e.card_id in deck]
+    if args.as_own_cards:
+        deck = Deck(tuple(card.model_copy(update={"id": f"own-{card.id}"}) for card in deck))
+    own = "own-" if args.as_own_cards else ""
+    examples = [replace(e, card_id=own + e.card_id) for e in load_set() if own + e.card_id in deck]
     if args.answers:
         examples = examples[: args.answers]
     judge = OfflineJudge()
@@ -88,9 +96,10 @@ def main() -> int:
 
     stuffed = [both(card, keyword_list(card)) for card in deck]
     negated = [
-        both(deck.get(card_id), text) for card_id, text in NEGATED.items() if card_id in deck
+        both(deck.get(own + card_id), text) for card_id, text in NEGATED.items() if own + card_id in deck
     ]
     figures = {
+        "cards": "own (no labelled answers)" if args.as_own_cards else "built-in",
         "answers_timed": len(latencies),
         "warm_up_seconds": round(warm_seconds, 2),
         "latency_ms_median": round(statistics.median(latencies), 1),
