@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from cards.deck import default_deck
+from cards.deck import Deck, default_deck
 from grader.base import Judgement, MisconceptionJudgement, PointJudgement
 from grader.calibration.eval import DEFAULT_SET, PASS_QUALITY, TRAP_KINDS, heartbeat
 from grader.calibration.eval import quadratic_weighted_kappa as qwk
@@ -259,20 +259,23 @@ def fit_reader(rows: Sequence[Row]) -> SentenceReader:
 def add_reader_features(rows: Sequence[Row]) -> None:
     """Fill the reader's columns of every row from a reader fitted without the row's author
     (``READER_FOLDS`` folds), with a progress line per fold."""
-    deck = default_deck()
-    judge = OfflineJudge(model=None)
-    n_point, n_misc = len(READER_POINT_FEATURES), len(READER_MISC_FEATURES)
+    deck, judge = default_deck(), OfflineJudge(model=None)
     fold_of = reader_folds(row.author for row in rows)
     for fold in range(READER_FOLDS):
         reader = fit_reader([r for r in rows if fold_of[r.author] != fold])
-        for row in rows:
-            if fold_of[row.author] == fold:
-                card = deck.get(row.card_id)
-                point_read, misc_read = reader_features(card, judge.index(card), row.read, reader)
-                row.point_x[:, -n_point:] = point_read
-                if n_misc and len(row.misc_x):
-                    row.misc_x[:, -n_misc:] = misc_read
+        fill_reader_columns([r for r in rows if fold_of[r.author] == fold], reader, deck, judge)
         print(f"  [{fold + 1}/{READER_FOLDS}] sentence reader fitted without fold {fold}", file=sys.stderr, flush=True)
+
+
+def fill_reader_columns(rows: Sequence[Row], reader: SentenceReader, deck: Deck, judge: OfflineJudge) -> None:
+    """Write ``reader``'s reading of each row into the row's reader columns (in place)."""
+    n_point, n_misc = len(READER_POINT_FEATURES), len(READER_MISC_FEATURES)
+    for row in rows:
+        card = deck.get(row.card_id)
+        point_read, misc_read = reader_features(card, judge.index(card), row.read, reader)
+        row.point_x[:, -n_point:] = point_read
+        if n_misc and len(row.misc_x):
+            row.misc_x[:, -n_misc:] = misc_read
 
 
 def read_as_unseen(
@@ -281,27 +284,21 @@ def read_as_unseen(
     """``rows`` with the sentence reader's columns read as on a card the reader never saw: each
     row's by a reader fitted without its fold of cards (``reader_without(group)``; default: fit
     one), so with no offset of its own and no fit on its card. The plain model reads a user's
-    card that way, so it is fitted on rows read that way."""
-    deck = default_deck()
-    judge = OfflineJudge(model=None)
-    n_point, n_misc = len(READER_POINT_FEATURES), len(READER_MISC_FEATURES)
+    card that way, so it is fitted on rows read that way. ``rows`` are left as they are."""
+    deck, judge = default_deck(), OfflineJudge(model=None)
+    read = {
+        row.id: replace(row, point_x=row.point_x.copy(), misc_x=row.misc_x.copy())
+        for row in rows
+        if row.read is not None
+    }
     groups = card_folds((r.card_id for r in rows), folds)
-    read: dict[str, Row] = {}
     for number, group in enumerate(groups, 1):
         if reader_without is None:
             with heartbeat(lambda g=group: f"fitting a sentence reader without {', '.join(g)}"):
                 reader = fit_reader([r for r in rows if r.card_id not in group])
         else:
             reader = reader_without(group)
-        for row in rows:
-            if row.card_id in group and row.read is not None:
-                card = deck.get(row.card_id)
-                point_read, misc_read = reader_features(card, judge.index(card), row.read, reader)
-                point_x, misc_x = row.point_x.copy(), row.misc_x.copy()
-                point_x[:, -n_point:] = point_read
-                if n_misc and len(misc_x):
-                    misc_x[:, -n_misc:] = misc_read
-                read[row.id] = replace(row, point_x=point_x, misc_x=misc_x)
+        fill_reader_columns([read[r.id] for r in rows if r.card_id in group and r.id in read], reader, deck, judge)
         print(f"  [{number}/{len(groups)}] rows read by a reader that never saw {', '.join(group)}", file=sys.stderr, flush=True)
     return [read.get(row.id, row) for row in rows]
 

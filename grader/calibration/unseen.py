@@ -263,7 +263,6 @@ def unseen(
     cache: Path = CACHE,
     shipped: bool = True,
     without_exemplars: bool = True,
-    unseen_reader: bool = True,
 ) -> dict[str, Any]:
     """Grade ``sets`` card fold by card fold with everything fitted without the fold (the
     unseen-card judge), and, with ``shipped``, with the shipped judge, side by side. The fold's
@@ -282,7 +281,7 @@ def unseen(
             f"[{number}/{len(groups)}] fold without {', '.join(group)}", file=sys.stderr, flush=True
         )
         model_rows = None
-        if without_exemplars and unseen_reader:
+        if without_exemplars:
             # The plain model's rows read as unseen, by readers that never saw this fold either.
             others = [r for r in rows if r.card_id not in group]
             model_rows = train.read_as_unseen(
@@ -301,7 +300,6 @@ def unseen(
         "inner_folds": inner_folds,
         "learner": list(learner),
         "without_exemplars": without_exemplars,
-        "unseen_reader": unseen_reader,
         "unseen": table(graded),
         "curve": {"unseen": curves(graded)},
     }
