@@ -15,6 +15,9 @@ LOCK := requirements.lock
 # -n 2: two xdist workers (the suite is parallel-safe: tmp dirs, PostgreSQL schemas, sim caches
 # and ports are per test); --durations=10 prints the ten slowest at the end.
 PYTEST_FAST ?= -n 2 --durations=10
+# Some shells export PYTHONDONTWRITEBYTECODE=1; then every run recompiles the project and
+# re-rewrites 220 test modules (about 5 s of each worker's start). The tests may cache.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test test-slow install dev lock lint bench clean
 

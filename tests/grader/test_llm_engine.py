@@ -214,8 +214,10 @@ def test_trapbot_grade_gives_no_attack_style_a_pass(tmp_path, monkeypatch, capsy
     assert {style: q for style, q in grades.items() if q >= 3} == {}
 
 
+@pytest.mark.slow
 def test_trapbot_grade_never_prints_a_traceback(tmp_path):
-    """The real command in its own process, against a model that answers garbage."""
+    """The real command in its own process, against a model that answers garbage (slow: a
+    new process loads torch and the embedding model, about 10 s)."""
     from cards.deck import default_deck
 
     card = default_deck().get("rl-08")

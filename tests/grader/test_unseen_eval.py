@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from cards.deck import default_deck
 from grader.calibration import train, unseen
@@ -53,6 +54,7 @@ def synthetic_rows() -> list[train.Row]:
     return rows
 
 
+@pytest.mark.slow  # 9 s: nine small fits and a sentence-reader epoch per fold
 def test_each_card_is_graded_by_fits_that_never_saw_it_and_a_rerun_reads_the_cache(
     tmp_path, monkeypatch
 ):
