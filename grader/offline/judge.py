@@ -499,7 +499,9 @@ def nothing_stated(card: Card, reason: str) -> Judgement:
 
 
 def off_topic(card: Card, judgement: Judgement) -> Judgement:
-    """``judgement`` with its core points present at most in part: it cannot pass."""
+    """``judgement`` with its core points present at most in part: it cannot pass. It is sure:
+    no verdict in doubt could make it pass, and the screen passes every labelled answer to this
+    card's own question (``offline_eval cross-card``), so there is nothing to ask the learner."""
     core = {p.id for p in card.core_points}
     points = tuple(
         replace(p, verdict=PointVerdict.PARTIAL)
@@ -507,7 +509,7 @@ def off_topic(card: Card, judgement: Judgement) -> Judgement:
         else p
         for p in judgement.points
     )
-    judgement = replace(judgement, points=points)
+    judgement = replace(judgement, points=points, unsure_points=(), margin=None)
     return replace(judgement, feedback=f"{OFF_TOPIC} {feedback_for(card, judgement)}")
 
 

@@ -109,6 +109,16 @@ def test_an_expert_answer_to_another_card_does_not_pass_here(offline_judge):
     assert quality(offline_judge, DECK.get("rl-11"), answer) < PASS_QUALITY
 
 
+def test_an_answer_to_another_card_is_a_sure_fail(offline_judge):
+    """The screen decides it: no point in doubt is left for the learner to confirm (before,
+    half of the newstyles "neighbour" answers asked the learner about points that could not
+    make them pass)."""
+    answer = DECK.get("rl-01").reference_answers[0].text  # before: rl-14 asked about two points
+    judgement = offline_judge.judge(DECK.get("rl-14"), answer)
+    assert judgement.feedback.startswith("This reads like an answer to another question")
+    assert judgement.unsure_points == () and judgement.margin is None
+
+
 # ----- sure or unsure ---------------------------------------------------------------------------
 
 
