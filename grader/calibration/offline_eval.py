@@ -9,7 +9,7 @@
 
 Each prints progress to stderr and its figures to stdout; ``--json`` prints them as JSON.
 
-Measured on 2026-12-08, after an answer the topic screen reads as another card's became a sure
+Measured on 2026-12-07, later, after an answer the topic screen reads as another card's became a sure
 fail: sure, at SURE_MARGIN 0.2 (unsure, sure ones' pass/fail agreement): heldout 12%, 95.0%;
 heldout-2 12%, 95.3%; newstyles 14%, 80.7% (22%, 79.3% before: half the neighbour answers were
 unsure). A word-order doubt for reversals was tried and removed (docs/offline-judge-history.md).
