@@ -7,6 +7,7 @@ from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
 from grader.base import Judgement, PointVerdict
+from grader.scoring import PASS_QUALITY
 
 if TYPE_CHECKING:
     from cards.schema import Card, KeyPoint, Misconception, Variant
@@ -133,13 +134,20 @@ def assisted_prompt(
     if doubtful is None:
         head = "**Check my reading of your answer.** Tap a point to correct it, then confirm."
     elif doubtful:
+        # The judge's doubt is about the outcome (grader.offline.judge.doubts): a point in doubt
+        # could turn pass/fail around; the others could not, but may still be misread.
         names = ", ".join(f"{i}" for i in doubtful)
         head = (
-            f"**Check my reading of your answer.** I am unsure of point{'s' if len(doubtful) > 1 else ''} "
-            f"{names}: tap {'one' if len(doubtful) > 1 else 'it'} to correct it, then confirm. The rest I am sure of."
+            f"**Check my reading of your answer.** Whether it passes turns on point{'s' if len(doubtful) > 1 else ''} "
+            f"{names}, and I am unsure of {'them' if len(doubtful) > 1 else 'it'}: tap {'one' if len(doubtful) > 1 else 'it'} "
+            "to correct it, then confirm."
         )
     else:
-        head = "**My reading of your answer.** I am sure of it; confirm it, or correct a point if I misread you."
+        outcome = "it passes" if quality >= PASS_QUALITY else "it does not pass yet"
+        head = (
+            f"**My reading of your answer.** I am sure {outcome}; confirm it, or correct a point "
+            "if I misread you."
+        )
     lines = [head, ""]
     if second:
         lines[1:1] = ["", readings_note(judgement, quality, second)]

@@ -3,6 +3,8 @@ doubt, a sure reading asks about none, and the learner can still correct any poi
 
 from __future__ import annotations
 
+import re
+
 from bot.actions import Action, Verb
 from bot.replies import ReplyKind
 from cards.schema import Card
@@ -49,7 +51,7 @@ async def test_only_the_points_in_doubt_are_asked(db, small_deck, clock) -> None
     engine = make(db, small_deck, clock, DoubtfulJudge((third,)))
     learner, confirm = await open_and_answer(engine)
     assert ticks(confirm) == ["3", "all"]
-    assert "unsure of point 3" in confirm.text and "The rest I am sure of" in confirm.text
+    assert "Whether it passes turns on point 3, and I am unsure of it" in confirm.text
     [ticked] = await engine.act(learner.id, button(confirm, Verb.TICK, "3"))
     assert ticks(ticked) == ["3", "all"] and "3. ✅" in ticked.buttons[0][0].label
 
@@ -58,7 +60,9 @@ async def test_a_sure_reading_asks_nothing_but_can_be_corrected(db, small_deck, 
     card = small_deck.cards[0]
     engine = make(db, small_deck, clock, DoubtfulJudge(()))
     learner, confirm = await open_and_answer(engine)
-    assert ticks(confirm) == ["all"] and "I am sure of it" in confirm.text
+    assert ticks(confirm) == ["all"]
+    quality = int(re.search(r"that grades \*\*(\d)/5", confirm.text).group(1))
+    assert ("I am sure it passes" if quality >= 3 else "I am sure it does not pass yet") in confirm.text
     [every] = await engine.act(learner.id, button(confirm, Verb.TICK, "all"))
     assert ticks(every) == [str(i) for i in range(1, len(card.key_points) + 1)]
     assert "Tap a point to correct it" in every.text
