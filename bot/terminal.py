@@ -32,7 +32,7 @@ from grader.base import warmable
 T = TypeVar("T")
 PROMPT = "> "
 QUIT_TEXT = "Progress saved. Bye."
-STALE_KEY = "That button is no longer active."
+STALE_KEY = "[{key}] is not a button on the screen now: press a key shown in brackets, /help lists the commands, /quit leaves."
 PLOT_KEY = "v"
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
@@ -422,7 +422,7 @@ class TerminalChat:
             self.write(problem or f"Opened {self.plot_path}")
             return True
         if len(text) == 1 and text.isalnum():
-            self.write(STALE_KEY)
+            self.write(STALE_KEY.format(key=text))
             return True
         if text.startswith("/"):
             command, _, rest = text[1:].partition(" ")
