@@ -56,6 +56,7 @@ import asyncio
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -362,9 +363,16 @@ def decide_learnt(
         ALL_MISCONCEPTION_FEATURES.index(name)
         for name in ("misc_said", "misc_denied", "misc_nearest_negated")
     )
+    # Nor does a misconception read on a direct question stand: a question asserts nothing
+    # ("Is it just overfitting? No; ..."), except a negative one ("Isn't it just overfitting?"),
+    # which is how people assert in questions.
     misconceptions = tuple(
         MisconceptionJudgement(m.misconception_id, False)
-        if m.asserted and not misc_x[i, said] and (misc_x[i, denied] or misc_x[i, negated])
+        if m.asserted
+        and (
+            (not misc_x[i, said] and (misc_x[i, denied] or misc_x[i, negated]))
+            or asks(m.quote)
+        )
         else m
         for i, m in enumerate(learnt.misconceptions)
     )
@@ -378,6 +386,26 @@ def decide_learnt(
         margin=None if rules.injection_suspected else margin,
     )
     return replace(judgement, feedback=feedback_for(card, judgement))
+
+
+#: The words a direct question opens with (after an "and", "so" or "but"); negative ones
+#: ("isn't", "doesn't") are left out on purpose.
+_ASKING = frozenset(
+    (
+        *("what", "why", "how", "when", "where", "which", "who", "whom", "whose"),
+        *("is", "are", "was", "were", "do", "does", "did", "has", "have", "had"),
+        *("can", "could", "should", "would", "will", "shall", "may", "might", "must"),
+    )
+)
+
+
+def asks(text: str) -> bool:
+    """Whether ``text`` is a direct question: it ends in a question mark and opens with a
+    question word or an auxiliary ("Is it just overfitting?", "So why does it fail?")."""
+    found = re.findall(r"[A-Za-z']+", text.casefold())
+    while found and found[0] in ("and", "so", "but", "then", "now", "ok", "okay"):
+        found = found[1:]
+    return text.rstrip().endswith("?") and bool(found) and found[0] in _ASKING
 
 
 #: A verdict whose probability is nearer its cut than this is unsure. Chosen on the fitting

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +34,8 @@ from grader.replay import (
     load_replies,
     request_key,
 )
+
+CALIBRATION = Path(__file__).resolve().parents[2] / "grader" / "calibration"
 
 CORE = (
     "No. The reward model is only a proxy fitted to a limited set of human preferences. "
@@ -355,3 +358,20 @@ async def test_the_replayed_eval_prints_labels_model_and_pipeline_per_style(tmp_
     assert analogy["n"] == 1 and analogy["mean_label"] == 4 and analogy["mean_model"] == analogy["mean_pipeline"] >= 3
     table = format_replayed("fixture", figures)
     assert "no reply for 1" in table and "analogy" in table and "ALL" in table
+
+
+async def test_a_question_the_answer_asks_and_rejects_is_no_misconception(offline_judge):
+    """newstyles-2, rl-25/socratic: "Is it just overfitting? No; ..." was read as asserting
+    just-overfitting, and the cross-check lowered the model's right 3 to 1."""
+    from cards.deck import default_deck
+
+    card = default_deck().get("rl-25")
+    row = next(
+        json.loads(line)
+        for line in (CALIBRATION / "newstyles-2.jsonl").read_text(encoding="utf-8").splitlines()
+        if json.loads(line)["id"] == "rl-25/socratic/nw2d"
+    )
+    recorded = load_replies(CALIBRATION / "replies" / "newstyles-2.jsonl")[key_for(card, row["answer"])]
+    assert not any(m.asserted for m in offline_judge.judge(card, row["answer"]).misconceptions)
+    assessment = await replayed(card, row["answer"], recorded.content, offline_judge)
+    assert assessment.grade.quality == row["grade"] == 3

@@ -621,3 +621,19 @@ def test_an_answer_that_states_a_points_opposite_is_nearer_its_opposites(offline
     column = ALL_POINT_FEATURES.index
     assert point_x[k, column("against_any")] > 0.9  # the opposite itself
     assert point_x[k, column("against_margin")] > 0
+
+
+@pytest.mark.parametrize(
+    ("text", "question"),
+    [
+        ("Is it just overfitting?", True),
+        ("So why does it fail?", True),
+        ("Isn't it just overfitting?", False),  # a negative question asserts
+        ("It is just overfitting.", False),
+        ("Then ask the same model which answer is better?", False),  # an instruction, not a question
+    ],
+)
+def test_a_direct_question_is_told_from_a_claim(text, question):
+    from grader.offline.judge import asks
+
+    assert asks(text) is question
