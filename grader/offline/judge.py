@@ -56,7 +56,6 @@ import asyncio
 import json
 import math
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -105,7 +104,7 @@ from grader.offline.screens import (
     stem_pairs,
     topic_index,
 )
-from grader.offline.text import clauses, sentences, word_count
+from grader.offline.text import asks, clauses, sentences, word_count
 from grader.offline.vectors import load_model
 from grader.scoring import grade_from_judgement
 
@@ -386,26 +385,6 @@ def decide_learnt(
         margin=None if rules.injection_suspected else margin,
     )
     return replace(judgement, feedback=feedback_for(card, judgement))
-
-
-#: The words a direct question opens with (after an "and", "so" or "but"); negative ones
-#: ("isn't", "doesn't") are left out on purpose.
-_ASKING = frozenset(
-    (
-        *("what", "why", "how", "when", "where", "which", "who", "whom", "whose"),
-        *("is", "are", "was", "were", "do", "does", "did", "has", "have", "had"),
-        *("can", "could", "should", "would", "will", "shall", "may", "might", "must"),
-    )
-)
-
-
-def asks(text: str) -> bool:
-    """Whether ``text`` is a direct question: it ends in a question mark and opens with a
-    question word or an auxiliary ("Is it just overfitting?", "So why does it fail?")."""
-    found = re.findall(r"[A-Za-z']+", text.casefold())
-    while found and found[0] in ("and", "so", "but", "then", "now", "ok", "okay"):
-        found = found[1:]
-    return text.rstrip().endswith("?") and bool(found) and found[0] in _ASKING
 
 
 #: A verdict whose probability is nearer its cut than this is unsure. Chosen on the fitting

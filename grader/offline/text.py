@@ -260,3 +260,23 @@ def is_claim(text: str) -> bool:
         return False
     items = [item for item in re.split(r"[,/|+]|\band\b|\bor\b", text) if item.strip()]
     return not (len(items) >= 4 and len(tokens) / len(items) < 3.0)
+
+
+#: The words a direct question opens with (after an "and", "so" or "but"); negative ones
+#: ("isn't", "doesn't") are left out on purpose.
+_ASKING = frozenset(
+    (
+        *("what", "why", "how", "when", "where", "which", "who", "whom", "whose"),
+        *("is", "are", "was", "were", "do", "does", "did", "has", "have", "had"),
+        *("can", "could", "should", "would", "will", "shall", "may", "might", "must"),
+    )
+)
+
+
+def asks(text: str) -> bool:
+    """Whether ``text`` is a direct question: it ends in a question mark and opens with a
+    question word or an auxiliary ("Is it just overfitting?", "So why does it fail?")."""
+    found = re.findall(r"[A-Za-z']+", text.casefold())
+    while found and found[0] in ("and", "so", "but", "then", "now", "ok", "okay"):
+        found = found[1:]
+    return text.rstrip().endswith("?") and bool(found) and found[0] in _ASKING

@@ -634,6 +634,6 @@ def test_an_answer_that_states_a_points_opposite_is_nearer_its_opposites(offline
     ],
 )
 def test_a_direct_question_is_told_from_a_claim(text, question):
-    from grader.offline.judge import asks
+    from grader.offline.text import asks
 
     assert asks(text) is question
