@@ -276,7 +276,7 @@ _ASKING = frozenset(
 def asks(text: str) -> bool:
     """Whether ``text`` is a direct question: it ends in a question mark and opens with a
     question word or an auxiliary ("Is it just overfitting?", "So why does it fail?")."""
-    found = re.findall(r"[A-Za-z']+", text.casefold())
+    found = [word for word in words(text) if word[0].isalpha()]
     while found and found[0] in ("and", "so", "but", "then", "now", "ok", "okay"):
         found = found[1:]
     return text.rstrip().endswith("?") and bool(found) and found[0] in _ASKING

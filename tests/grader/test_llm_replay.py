@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from pathlib import Path
 
 import pytest
 
@@ -34,8 +33,6 @@ from grader.replay import (
     load_replies,
     request_key,
 )
-
-CALIBRATION = Path(__file__).resolve().parents[2] / "grader" / "calibration"
 
 CORE = (
     "No. The reward model is only a proxy fitted to a limited set of human preferences. "
@@ -364,13 +361,10 @@ async def test_a_question_the_answer_asks_and_rejects_is_no_misconception(offlin
     """newstyles-2, rl-25/socratic: "Is it just overfitting? No; ..." was read as asserting
     just-overfitting, and the cross-check lowered the model's right 3 to 1."""
     from cards.deck import default_deck
+    from grader.calibration.offline_eval import CALIBRATION, rows
 
     card = default_deck().get("rl-25")
-    row = next(
-        json.loads(line)
-        for line in (CALIBRATION / "newstyles-2.jsonl").read_text(encoding="utf-8").splitlines()
-        if json.loads(line)["id"] == "rl-25/socratic/nw2d"
-    )
+    row = next(r for r in rows("newstyles-2.jsonl") if r["id"] == "rl-25/socratic/nw2d")
     recorded = load_replies(CALIBRATION / "replies" / "newstyles-2.jsonl")[key_for(card, row["answer"])]
     assert not any(m.asserted for m in offline_judge.judge(card, row["answer"]).misconceptions)
     assessment = await replayed(card, row["answer"], recorded.content, offline_judge)
